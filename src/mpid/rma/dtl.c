@@ -1,0 +1,963 @@
+/*
+ * dtl.c - MPI datatype layout engine: building layouts from envelopes/contents, the static
+ * tables of predefined types, the attribute cache of derived layouts, and the walkers.
+ *
+ * Representation: an item is (disp, len, child). A leaf item (child NULL) is len contiguous
+ * bytes at disp; otherwise the child node's pieces shifted by disp, len being their total.
+ * A REPEAT node holds one item placed count times at stride; a SEQ node holds n items in
+ * type-map order. Builders normalize on the way up: empty items vanish, a repeat of a leaf
+ * whose stride is its length becomes one leaf, nested repeats whose outer stride spans the
+ * inner repeat fuse, adjacent leaves of a sequence merge, small child sequences are spliced
+ * into their parent, and a sequence of equally spaced identical items becomes a repeat.
+ */
+#include "dtl.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dtl_item {
+    MPI_Aint disp, len;
+    struct rma_dtl_node *child;
+} dtl_item_t;
+
+struct rma_dtl_node {
+    struct rma_dtl_node *next_alloc;
+    MPI_Aint n;      /* REPEAT: count; SEQ: number of items */
+    MPI_Aint stride; /* REPEAT: stride in bytes; SEQ: 0 */
+    MPI_Aint lo, hi; /* data bytes relative to the node origin */
+    int is_seq, depth;
+    dtl_item_t items[];
+};
+
+typedef struct builder {
+    struct rma_dtl_node *allocs;
+    MPI_Aint nnodes;
+    int err; /* MPI error class of the first failure */
+} builder_t;
+
+#define DTL_SPLICE_MAX 64    /* child sequences up to this many items are spliced */
+#define DTL_STACK_LOCAL 32   /* iterator frames kept on the C stack */
+#define DTL_UNSET ((MPI_Datatype) -1)  /* "no basic type yet" (not a datatype handle) */
+
+rma_dtl_t rma_dtl_builtin_table_[256];
+
+static rma_dtl_t dtl_pair_table[5];
+static pthread_mutex_t dtl_lock = PTHREAD_MUTEX_INITIALIZER;
+static int dtl_keyval = MPI_KEYVAL_INVALID;
+
+/* ---------------------------------------------------------------- items and nodes */
+
+static const dtl_item_t dtl_empty = {0, 0, NULL};
+
+static dtl_item_t item_leaf(MPI_Aint disp, MPI_Aint len)
+{
+    dtl_item_t it = {disp, len, NULL};
+    return len > 0 ? it : dtl_empty;
+}
+
+static dtl_item_t item_shift(dtl_item_t it, MPI_Aint d)
+{
+    if (it.len > 0)
+        it.disp += d;
+    return it;
+}
+
+static MPI_Aint item_lo(const dtl_item_t *it)
+{
+    return it->disp + (it->child ? it->child->lo : 0);
+}
+
+static MPI_Aint item_hi(const dtl_item_t *it)
+{
+    return it->disp + (it->child ? it->child->hi : it->len);
+}
+
+static int item_depth(const dtl_item_t *it)
+{
+    return it->child ? it->child->depth : 0;
+}
+
+static struct rma_dtl_node *node_new(builder_t *b, MPI_Aint nitems)
+{
+    struct rma_dtl_node *nd = malloc(sizeof(*nd) + (size_t) nitems * sizeof(dtl_item_t));
+    if (!nd) {
+        if (!b->err)
+            b->err = MPI_ERR_NO_MEM;
+        return NULL;
+    }
+    nd->next_alloc = b->allocs;
+    b->allocs = nd;
+    b->nnodes += 1 + nitems;
+    return nd;
+}
+
+static void nodes_free(struct rma_dtl_node *nd)
+{
+    while (nd) {
+        struct rma_dtl_node *next = nd->next_alloc;
+        free(nd);
+        nd = next;
+    }
+}
+
+/* count copies of `it` at `stride` bytes, as one item at the first copy's place */
+static dtl_item_t item_repeat(builder_t *b, MPI_Aint count, MPI_Aint stride, dtl_item_t it)
+{
+    if (count <= 0 || it.len == 0)
+        return dtl_empty;
+    if (count == 1)
+        return it;
+    if (!it.child && stride == it.len)
+        return item_leaf(it.disp, count * it.len);
+
+    dtl_item_t inner = {0, it.len, it.child};
+    MPI_Aint n = count;
+    if (it.child && !it.child->is_seq && it.child->n * it.child->stride == stride) {
+        inner = it.child->items[0];
+        n = count * it.child->n;
+        stride = it.child->stride;
+    }
+    struct rma_dtl_node *nd = node_new(b, 1);
+    if (!nd)
+        return dtl_empty;
+    nd->n = n;
+    nd->stride = stride;
+    nd->is_seq = 0;
+    nd->depth = 1 + item_depth(&inner);
+    nd->items[0] = inner;
+    MPI_Aint ilo = item_lo(&inner), ihi = item_hi(&inner), span = (n - 1) * stride;
+    nd->lo = stride >= 0 ? ilo : ilo + span;
+    nd->hi = stride >= 0 ? ihi + span : ihi;
+    dtl_item_t out = {it.disp, count * it.len, nd};
+    return out;
+}
+
+/* append `it` to tmp[*m], merging with a preceding adjacent leaf */
+static void seq_push(dtl_item_t *tmp, MPI_Aint *m, dtl_item_t it)
+{
+    if (it.len == 0)
+        return;
+    if (*m > 0) {
+        dtl_item_t *last = &tmp[*m - 1];
+        if (!last->child && !it.child && last->disp + last->len == it.disp) {
+            last->len += it.len;
+            return;
+        }
+    }
+    tmp[(*m)++] = it;
+}
+
+/* the n items in order, as one item */
+static dtl_item_t item_seq(builder_t *b, const dtl_item_t *items, MPI_Aint n)
+{
+    MPI_Aint cap = 0, m = 0;
+    for (MPI_Aint i = 0; i < n; i++) {
+        const dtl_item_t *it = &items[i];
+        if (it->len == 0)
+            continue;
+        if (it->child && it->child->is_seq && it->child->n <= DTL_SPLICE_MAX)
+            cap += it->child->n;
+        else
+            cap++;
+    }
+    if (cap == 0)
+        return dtl_empty;
+    dtl_item_t *tmp = malloc((size_t) cap * sizeof(*tmp));
+    if (!tmp) {
+        if (!b->err)
+            b->err = MPI_ERR_NO_MEM;
+        return dtl_empty;
+    }
+    for (MPI_Aint i = 0; i < n; i++) {
+        const dtl_item_t *it = &items[i];
+        if (it->len == 0)
+            continue;
+        if (it->child && it->child->is_seq && it->child->n <= DTL_SPLICE_MAX) {
+            for (MPI_Aint j = 0; j < it->child->n; j++)
+                seq_push(tmp, &m, item_shift(it->child->items[j], it->disp));
+        } else {
+            seq_push(tmp, &m, *it);
+        }
+    }
+
+    dtl_item_t out = dtl_empty;
+    if (m == 1) {
+        out = tmp[0];
+        goto free_tmp;
+    }
+    /* equally spaced identical items: a repeat */
+    int uniform = 1;
+    MPI_Aint step = tmp[1].disp - tmp[0].disp;
+    for (MPI_Aint i = 1; i < m && uniform; i++)
+        uniform = tmp[i].child == tmp[0].child && tmp[i].len == tmp[0].len &&
+                  tmp[i].disp - tmp[i - 1].disp == step;
+    if (uniform) {
+        out = item_repeat(b, m, step, tmp[0]);
+        goto free_tmp;
+    }
+
+    struct rma_dtl_node *nd = node_new(b, m);
+    if (!nd)
+        goto free_tmp;
+    nd->n = m;
+    nd->stride = 0;
+    nd->is_seq = 1;
+    nd->depth = 1;
+    nd->lo = item_lo(&tmp[0]);
+    nd->hi = item_hi(&tmp[0]);
+    MPI_Aint total = 0;
+    for (MPI_Aint i = 0; i < m; i++) {
+        nd->items[i] = tmp[i];
+        total += tmp[i].len;
+        if (item_lo(&tmp[i]) < nd->lo)
+            nd->lo = item_lo(&tmp[i]);
+        if (item_hi(&tmp[i]) > nd->hi)
+            nd->hi = item_hi(&tmp[i]);
+        if (1 + item_depth(&tmp[i]) > nd->depth)
+            nd->depth = 1 + item_depth(&tmp[i]);
+    }
+    out.disp = 0;
+    out.len = total;
+    out.child = nd;
+free_tmp:
+    free(tmp);
+    return out;
+}
+
+/* ---------------------------------------------------------------- handles and basics */
+
+static int handle_is_builtin(unsigned h)
+{
+    return (h & 0xfc000000u) == 0x4c000000u;
+}
+
+static int handle_is_pair(unsigned h)
+{
+    return h >= (unsigned) MPI_FLOAT_INT && h <= (unsigned) MPI_LONG_DOUBLE_INT;
+}
+
+/* kind bits say "datatype" and the handle is not the null handle */
+static int handle_is_datatype(unsigned h)
+{
+    return (h & 0x3c000000u) == 0x0c000000u && (h & 0xc0000000u) != 0;
+}
+
+static MPI_Datatype basic_merge(MPI_Datatype a, MPI_Datatype b)
+{
+    if (a == DTL_UNSET)
+        return b;
+    if (b == DTL_UNSET || a == b)
+        return a;
+    return MPI_DATATYPE_NULL;
+}
+
+/* layout of one element of a pair type: C struct { T value; int index; } as MPICH defines */
+static int pair_layout(unsigned h, MPI_Aint *first_p, MPI_Aint *second_off_p, MPI_Aint *ext_p)
+{
+#define DTL_PAIR(T)                                                                           \
+    do {                                                                                      \
+        struct dtl_pair { T v; int i; };                                                      \
+        *first_p = sizeof(T);                                                                 \
+        *second_off_p = offsetof(struct dtl_pair, i);                                         \
+        *ext_p = sizeof(struct dtl_pair);                                                     \
+    } while (0)
+    switch ((int) h) {
+    case MPI_FLOAT_INT: DTL_PAIR(float); break;
+    case MPI_DOUBLE_INT: DTL_PAIR(double); break;
+    case MPI_LONG_INT: DTL_PAIR(long); break;
+    case MPI_SHORT_INT: DTL_PAIR(short); break;
+    case MPI_LONG_DOUBLE_INT: DTL_PAIR(long double); break;
+    default: return 0;
+    }
+#undef DTL_PAIR
+    return 1;
+}
+
+static MPI_Aint basic_size_of(MPI_Datatype t)
+{
+    unsigned h = (unsigned) t;
+    MPI_Aint first, off, ext;
+    if (handle_is_builtin(h))
+        return (h >> 8) & 0xff;
+    if (pair_layout(h, &first, &off, &ext))
+        return first + (MPI_Aint) sizeof(int);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- building from contents */
+
+static int build(builder_t *b, MPI_Datatype t, dtl_item_t *out, MPI_Datatype *basic_p);
+
+static int type_extent(MPI_Datatype t, MPI_Aint *ext_p)
+{
+    MPI_Aint lb;
+    return PMPI_Type_get_extent(t, &lb, ext_p) == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_TYPE;
+}
+
+/* child item and extent of an old type */
+static int build_old(builder_t *b, MPI_Datatype t, dtl_item_t *it, MPI_Aint *ext_p,
+                     MPI_Datatype *basic_p)
+{
+    int rc = build(b, t, it, basic_p);
+    if (rc == MPI_SUCCESS)
+        rc = type_extent(t, ext_p);
+    return rc;
+}
+
+static dtl_item_t build_subarray(builder_t *b, const int *ints, dtl_item_t it, MPI_Aint ext)
+{
+    int nd = ints[0];
+    const int *sizes = ints + 1, *subsizes = ints + 1 + nd, *starts = ints + 1 + 2 * nd;
+    int order = ints[1 + 3 * nd];
+    MPI_Aint mult = ext;
+    for (int k = 0; k < nd; k++) {
+        int d = order == MPI_ORDER_C ? nd - 1 - k : k;
+        it = item_shift(item_repeat(b, subsizes[d], mult, it), (MPI_Aint) starts[d] * mult);
+        mult *= sizes[d];
+    }
+    return it;
+}
+
+/* the indices of one dimension a process owns, as repeats of `it` (one index = mult bytes) */
+static dtl_item_t darray_dim(builder_t *b, dtl_item_t it, MPI_Aint mult, int gsize, int distrib,
+                             int darg, int psize, int coord)
+{
+    MPI_Aint n = gsize, p = psize, c = coord;
+    if (distrib == MPI_DISTRIBUTE_NONE)
+        return item_repeat(b, n, mult, it);
+    if (distrib == MPI_DISTRIBUTE_BLOCK) {
+        MPI_Aint bs = darg == MPI_DISTRIBUTE_DFLT_DARG ? (n + p - 1) / p : darg;
+        MPI_Aint start = c * bs, len = n - start < bs ? n - start : bs;
+        if (len <= 0)
+            return dtl_empty;
+        return item_shift(item_repeat(b, len, mult, it), start * mult);
+    }
+    /* cyclic(k): blocks c, c+p, c+2p, ... of k indices, the last one possibly short */
+    MPI_Aint k = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
+    if (c * k >= n)
+        return dtl_empty;
+    MPI_Aint nb = (n - c * k + p * k - 1) / (p * k);
+    MPI_Aint last = (c + (nb - 1) * p) * k, last_len = n - last < k ? n - last : k;
+    MPI_Aint nfull = last_len == k ? nb : nb - 1;
+    dtl_item_t blk = item_repeat(b, k, mult, it);
+    dtl_item_t parts[2];
+    parts[0] = item_shift(item_repeat(b, nfull, p * k * mult, blk), c * k * mult);
+    parts[1] = dtl_empty;
+    if (last_len < k)
+        parts[1] = item_shift(item_repeat(b, last_len, mult, it), last * mult);
+    return item_seq(b, parts, 2);
+}
+
+static dtl_item_t build_darray(builder_t *b, const int *ints, dtl_item_t it, MPI_Aint ext)
+{
+    int rank = ints[1], nd = ints[2];
+    const int *gsizes = ints + 3, *distribs = ints + 3 + nd, *dargs = ints + 3 + 2 * nd;
+    const int *psizes = ints + 3 + 3 * nd;
+    int order = ints[3 + 4 * nd];
+    int coords[nd > 0 ? nd : 1];
+    int r = rank;
+    for (int d = nd - 1; d >= 0; d--) { /* process grid is row-major whatever the order */
+        coords[d] = r % psizes[d];
+        r /= psizes[d];
+    }
+    MPI_Aint mult = ext;
+    for (int k = 0; k < nd; k++) {
+        int d = order == MPI_ORDER_C ? nd - 1 - k : k;
+        it = darray_dim(b, it, mult, gsizes[d], distribs[d], dargs[d], psizes[d], coords[d]);
+        mult *= gsizes[d];
+    }
+    return it;
+}
+
+/* (h)indexed(_block) and struct: items[i] = blens[i] old elements at disps[i] bytes */
+/* types NULL: every block is of the old type already built (*out, *basic_p, extent old_ext) */
+static int build_blocks(builder_t *b, int count, const int *blens, int blen_all,
+                        const int *idisps, const MPI_Aint *adisps, MPI_Aint unit,
+                        const MPI_Datatype *types, MPI_Aint old_ext, dtl_item_t *out,
+                        MPI_Datatype *basic_p)
+{
+    int rc = MPI_SUCCESS;
+    dtl_item_t *items = calloc((size_t) (count > 0 ? count : 1), sizeof(*items));
+    if (!items)
+        return MPI_ERR_NO_MEM;
+    dtl_item_t old = *out;
+    MPI_Aint ext = old_ext;
+    MPI_Datatype any = DTL_UNSET, used = DTL_UNSET, ob = *basic_p;
+    for (int i = 0; i < count; i++) {
+        if (types && (i == 0 || types[i] != types[i - 1])) {
+            rc = build_old(b, types[i], &old, &ext, &ob);
+            if (rc != MPI_SUCCESS)
+                goto free_items;
+        }
+        MPI_Aint blen = blens ? blens[i] : blen_all;
+        MPI_Aint disp = idisps ? (MPI_Aint) idisps[i] * unit : adisps[i];
+        items[i] = item_shift(item_repeat(b, blen, ext, old), disp);
+        any = basic_merge(any, ob);
+        if (items[i].len > 0)
+            used = basic_merge(used, ob);
+    }
+    *out = item_seq(b, items, count);
+    *basic_p = used != DTL_UNSET ? used : any;
+free_items:
+    free(items);
+    return rc;
+}
+
+static int build_contents(builder_t *b, MPI_Datatype t, int comb, int ni, int na, int nt,
+                          dtl_item_t *out, MPI_Datatype *basic_p)
+{
+    int rc = MPI_SUCCESS;
+    int *ints = malloc((size_t) (ni > 0 ? ni : 1) * sizeof(int));
+    MPI_Aint *addrs = malloc((size_t) (na > 0 ? na : 1) * sizeof(MPI_Aint));
+    MPI_Datatype *types = malloc((size_t) (nt > 0 ? nt : 1) * sizeof(MPI_Datatype));
+    if (!ints || !addrs || !types) {
+        rc = MPI_ERR_NO_MEM;
+        goto free_arrays;
+    }
+    if (PMPI_Type_get_contents(t, ni, na, nt, ints, addrs, types) != MPI_SUCCESS) {
+        rc = MPI_ERR_TYPE;
+        goto free_arrays;
+    }
+
+    dtl_item_t old = dtl_empty;
+    MPI_Aint ext = 0;
+    if (comb != MPI_COMBINER_STRUCT && comb != MPI_COMBINER_STRUCT_INTEGER) {
+        rc = build_old(b, types[0], &old, &ext, basic_p);
+        if (rc != MPI_SUCCESS)
+            goto free_types;
+    }
+    int n = ni > 0 ? ints[0] : 0;
+    *out = old;
+    switch (comb) {
+    case MPI_COMBINER_DUP:
+    case MPI_COMBINER_RESIZED:
+        *out = old;
+        break;
+    case MPI_COMBINER_CONTIGUOUS:
+        *out = item_repeat(b, n, ext, old);
+        break;
+    case MPI_COMBINER_VECTOR:
+        *out = item_repeat(b, n, (MPI_Aint) ints[2] * ext, item_repeat(b, ints[1], ext, old));
+        break;
+    case MPI_COMBINER_HVECTOR_INTEGER:
+        *out = item_repeat(b, n, ints[2], item_repeat(b, ints[1], ext, old));
+        break;
+    case MPI_COMBINER_HVECTOR:
+        *out = item_repeat(b, n, addrs[0], item_repeat(b, ints[1], ext, old));
+        break;
+    case MPI_COMBINER_INDEXED:
+        rc = build_blocks(b, n, ints + 1, 0, ints + 1 + n, NULL, ext, NULL, ext, out, basic_p);
+        break;
+    case MPI_COMBINER_HINDEXED_INTEGER:
+        rc = build_blocks(b, n, ints + 1, 0, ints + 1 + n, NULL, 1, NULL, ext, out, basic_p);
+        break;
+    case MPI_COMBINER_HINDEXED:
+        rc = build_blocks(b, n, ints + 1, 0, NULL, addrs, 1, NULL, ext, out, basic_p);
+        break;
+    case MPI_COMBINER_INDEXED_BLOCK:
+        rc = build_blocks(b, n, NULL, ints[1], ints + 2, NULL, ext, NULL, ext, out, basic_p);
+        break;
+    case MPI_COMBINER_HINDEXED_BLOCK:
+        rc = build_blocks(b, n, NULL, ints[1], NULL, addrs, 1, NULL, ext, out, basic_p);
+        break;
+    case MPI_COMBINER_STRUCT_INTEGER:
+        rc = build_blocks(b, n, ints + 1, 0, ints + 1 + n, NULL, 1, types, 0, out, basic_p);
+        break;
+    case MPI_COMBINER_STRUCT:
+        rc = build_blocks(b, n, ints + 1, 0, NULL, addrs, 1, types, 0, out, basic_p);
+        break;
+    case MPI_COMBINER_SUBARRAY:
+        *out = build_subarray(b, ints, old, ext);
+        break;
+    case MPI_COMBINER_DARRAY:
+        *out = build_darray(b, ints, old, ext);
+        break;
+    default:
+        rc = MPI_ERR_TYPE;
+        break;
+    }
+
+free_types:
+    for (int i = 0; i < nt; i++) {
+        int ci, ca, ct, cc;
+        if (PMPI_Type_get_envelope(types[i], &ci, &ca, &ct, &cc) != MPI_SUCCESS)
+            continue;
+        if (cc != MPI_COMBINER_NAMED && cc != MPI_COMBINER_F90_REAL &&
+            cc != MPI_COMBINER_F90_COMPLEX && cc != MPI_COMBINER_F90_INTEGER)
+            PMPI_Type_free(&types[i]);
+    }
+free_arrays:
+    free(types);
+    free(addrs);
+    free(ints);
+    return rc;
+}
+
+/* one element of t as an item with type-map displacements, and its basic type */
+static int build(builder_t *b, MPI_Datatype t, dtl_item_t *out, MPI_Datatype *basic_p)
+{
+    unsigned h = (unsigned) t;
+    MPI_Aint first, off, ext;
+    if (handle_is_builtin(h)) {
+        MPI_Aint size = (h >> 8) & 0xff;
+        *out = item_leaf(0, size);
+        *basic_p = size > 0 ? t : DTL_UNSET;
+        return MPI_SUCCESS;
+    }
+    if (pair_layout(h, &first, &off, &ext)) {
+        dtl_item_t parts[2] = {item_leaf(0, first), item_leaf(off, sizeof(int))};
+        *out = item_seq(b, parts, 2);
+        *basic_p = t;
+        return MPI_SUCCESS;
+    }
+    if (!handle_is_datatype(h))
+        return MPI_ERR_TYPE;
+
+    int ni, na, nt, comb;
+    if (PMPI_Type_get_envelope(t, &ni, &na, &nt, &comb) != MPI_SUCCESS)
+        return MPI_ERR_TYPE;
+    if (comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||
+        comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER) {
+        int size, tc = MPI_TYPECLASS_REAL;
+        if (PMPI_Type_size(t, &size) != MPI_SUCCESS)
+            return MPI_ERR_TYPE;
+        *out = item_leaf(0, size);
+        *basic_p = t;
+        if (comb != MPI_COMBINER_NAMED) {
+            MPI_Datatype named;
+            if (comb == MPI_COMBINER_F90_COMPLEX)
+                tc = MPI_TYPECLASS_COMPLEX;
+            else if (comb == MPI_COMBINER_F90_INTEGER)
+                tc = MPI_TYPECLASS_INTEGER;
+            *basic_p = PMPI_Type_match_size(tc, size, &named) == MPI_SUCCESS
+                           ? named : MPI_DATATYPE_NULL;
+        }
+        return MPI_SUCCESS;
+    }
+    return build_contents(b, t, comb, ni, na, nt, out, basic_p);
+}
+
+/* public fields and fast-path descriptors from the root item */
+static void dtl_finish(rma_dtl_t *d, dtl_item_t root, MPI_Datatype basic)
+{
+    d->root_disp_ = root.disp;
+    d->root_len_ = root.len;
+    d->root_child_ = root.child;
+    d->size = root.len;
+    d->basic = basic == DTL_UNSET ? MPI_DATATYPE_NULL : basic;
+    d->basic_size = basic_size_of(d->basic);
+    if (d->basic != MPI_DATATYPE_NULL && d->basic_size == 0) {
+        int s = 0;
+        PMPI_Type_size(d->basic, &s);
+        d->basic_size = s;
+    }
+    d->lo_ = root.len > 0 ? item_lo(&root) : 0;
+    d->hi_ = root.len > 0 ? item_hi(&root) : 0;
+    d->depth_ = item_depth(&root);
+    d->is_contig = root.len == 0 || (!root.child && d->extent == root.len);
+    d->simple_ = 0;
+    if (root.len > 0 && !root.child) {
+        d->simple_ = 1;
+        d->s_disp_ = root.disp;
+        d->s_count_ = 1;
+        d->s_stride_ = 0;
+        d->s_len_ = root.len;
+    } else if (root.len > 0 && !root.child->is_seq && !root.child->items[0].child) {
+        d->simple_ = 1;
+        d->s_disp_ = root.disp + root.child->items[0].disp;
+        d->s_count_ = root.child->n;
+        d->s_stride_ = root.child->stride;
+        d->s_len_ = root.child->items[0].len;
+    }
+}
+
+/* ---------------------------------------------------------------- static tables and cache */
+
+static int dtl_delete_fn(MPI_Datatype type, int keyval, void *attr, void *extra)
+{
+    rma_dtl_t *d = attr;
+    (void) type;
+    (void) keyval;
+    (void) extra;
+    nodes_free(d->allocs_);
+    free(d);
+    return MPI_SUCCESS;
+}
+
+static void fill_builtin(rma_dtl_t *d, MPI_Datatype t)
+{
+    MPI_Aint size = ((unsigned) t >> 8) & 0xff;
+    memset((char *) d, 0, offsetof(rma_dtl_t, handle_));
+    d->lb = 0;
+    d->extent = d->true_extent = size;
+    d->true_lb = 0;
+    dtl_finish(d, item_leaf(0, size), size > 0 ? t : DTL_UNSET);
+    d->basic = t; /* MPI_LB / MPI_UB are their own (empty) basic type */
+    d->nnodes_ = 1;
+    d->allocs_ = NULL;
+}
+
+static int fill_pair(rma_dtl_t *d, MPI_Datatype t)
+{
+    builder_t b = {NULL, 0, 0};
+    MPI_Aint first, off, ext;
+    pair_layout((unsigned) t, &first, &off, &ext);
+    dtl_item_t parts[2] = {item_leaf(0, first), item_leaf(off, sizeof(int))};
+    dtl_item_t root = item_seq(&b, parts, 2);
+    if (b.err) {
+        nodes_free(b.allocs);
+        return b.err;
+    }
+    memset((char *) d, 0, offsetof(rma_dtl_t, handle_));
+    d->lb = 0;
+    d->extent = ext;
+    d->true_lb = 0;
+    d->true_extent = off + (MPI_Aint) sizeof(int);
+    dtl_finish(d, root, t);
+    d->nnodes_ = 1 + b.nnodes;
+    d->allocs_ = b.allocs;
+    return MPI_SUCCESS;
+}
+
+/* static entry for a predefined handle, filled under the lock on first use */
+static int get_static(MPI_Datatype type, const rma_dtl_t **dtl_p)
+{
+    unsigned h = (unsigned) type;
+    rma_dtl_t *d = handle_is_builtin(h) ? &rma_dtl_builtin_table_[h & 0xff]
+                                        : &dtl_pair_table[h - (unsigned) MPI_FLOAT_INT];
+    int rc = MPI_SUCCESS;
+    pthread_mutex_lock(&dtl_lock);
+    if (atomic_load_explicit(&d->handle_, memory_order_relaxed) != type) {
+        if (handle_is_builtin(h) && atomic_load_explicit(&d->handle_, memory_order_relaxed)) {
+            /* a second handle with the same index: never seen in MPICH, refuse it */
+            rc = MPI_ERR_TYPE;
+        } else if (handle_is_builtin(h)) {
+            fill_builtin(d, type);
+        } else {
+            rc = fill_pair(d, type);
+        }
+        if (rc == MPI_SUCCESS)
+            atomic_store_explicit(&d->handle_, type, memory_order_release);
+    }
+    pthread_mutex_unlock(&dtl_lock);
+    if (rc == MPI_SUCCESS)
+        *dtl_p = d;
+    return rc;
+}
+
+static int build_derived(MPI_Datatype type, rma_dtl_t **dtl_p)
+{
+    rma_dtl_t *d = calloc(1, sizeof(*d));
+    if (!d)
+        return MPI_ERR_NO_MEM;
+    builder_t b = {NULL, 0, 0};
+    dtl_item_t root = dtl_empty;
+    MPI_Datatype basic = DTL_UNSET;
+    int rc = build(&b, type, &root, &basic);
+    if (rc == MPI_SUCCESS && b.err)
+        rc = b.err;
+    if (rc == MPI_SUCCESS && (PMPI_Type_get_extent(type, &d->lb, &d->extent) != MPI_SUCCESS ||
+                              PMPI_Type_get_true_extent(type, &d->true_lb, &d->true_extent) !=
+                                  MPI_SUCCESS))
+        rc = MPI_ERR_TYPE;
+    if (rc != MPI_SUCCESS)
+        goto free_layout;
+    dtl_finish(d, root, basic);
+    d->nnodes_ = 1 + b.nnodes;
+    d->allocs_ = b.allocs;
+    *dtl_p = d;
+    return MPI_SUCCESS;
+
+free_layout:
+    nodes_free(b.allocs);
+    free(d);
+    return rc;
+}
+
+int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p)
+{
+    unsigned h = (unsigned) type;
+    if (handle_is_builtin(h) || handle_is_pair(h))
+        return get_static(type, dtl_p);
+    if (!handle_is_datatype(h))
+        return MPI_ERR_TYPE;
+
+    if (dtl_keyval == MPI_KEYVAL_INVALID &&
+        PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, dtl_delete_fn, &dtl_keyval, NULL) !=
+            MPI_SUCCESS) {
+        dtl_keyval = MPI_KEYVAL_INVALID;
+        return MPI_ERR_OTHER;
+    }
+    void *val;
+    int flag;
+    if (PMPI_Type_get_attr(type, dtl_keyval, &val, &flag) != MPI_SUCCESS)
+        return MPI_ERR_TYPE;
+    if (flag) {
+        *dtl_p = val;
+        return MPI_SUCCESS;
+    }
+    rma_dtl_t *d;
+    int rc = build_derived(type, &d);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (PMPI_Type_set_attr(type, dtl_keyval, d) != MPI_SUCCESS) {
+        dtl_delete_fn(type, dtl_keyval, d, NULL);
+        return MPI_ERR_TYPE;
+    }
+    *dtl_p = d;
+    return MPI_SUCCESS;
+}
+
+void rma_dtl_finalize(void)
+{
+    pthread_mutex_lock(&dtl_lock);
+    for (int i = 0; i < 256; i++)
+        atomic_store_explicit(&rma_dtl_builtin_table_[i].handle_, 0, memory_order_relaxed);
+    for (int i = 0; i < 5; i++) {
+        if (atomic_load_explicit(&dtl_pair_table[i].handle_, memory_order_relaxed))
+            nodes_free(dtl_pair_table[i].allocs_);
+        dtl_pair_table[i].allocs_ = NULL;
+        atomic_store_explicit(&dtl_pair_table[i].handle_, 0, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&dtl_lock);
+    if (dtl_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Type_free_keyval(&dtl_keyval);
+    dtl_keyval = MPI_KEYVAL_INVALID;
+}
+
+MPI_Aint rma_dtl_node_count(const rma_dtl_t *dtl)
+{
+    return dtl->nnodes_;
+}
+
+void rma_dtl_span(const rma_dtl_t *dtl, MPI_Aint count, MPI_Aint *lo_p, MPI_Aint *hi_p)
+{
+    if (count <= 0 || dtl->size == 0) {
+        *lo_p = *hi_p = 0;
+        return;
+    }
+    MPI_Aint span = (count - 1) * dtl->extent;
+    *lo_p = dtl->lo_ + (span < 0 ? span : 0);
+    *hi_p = dtl->hi_ + (span > 0 ? span : 0);
+}
+
+/* ---------------------------------------------------------------- iterators and walks */
+
+typedef struct dtl_frame {
+    const dtl_item_t *items;
+    MPI_Aint n, i, stride, base;
+    int is_seq;
+} dtl_frame_t;
+
+typedef struct dtl_iter {
+    dtl_frame_t *stack;
+    int sp, cap;
+    dtl_item_t top;
+    MPI_Aint off, len;   /* current maximal piece, what is left of it */
+    MPI_Aint poff, plen; /* next raw piece, read ahead while merging */
+    int have_pending;
+    dtl_frame_t local[DTL_STACK_LOCAL];
+} dtl_iter_t;
+
+static int iter_init(dtl_iter_t *it, const rma_dtl_t *d, MPI_Aint count)
+{
+    it->cap = d->depth_ + 1;
+    it->stack = it->local;
+    if (it->cap > DTL_STACK_LOCAL) {
+        it->stack = malloc((size_t) it->cap * sizeof(dtl_frame_t));
+        if (!it->stack)
+            return -1;
+    }
+    it->top.disp = d->root_disp_;
+    it->top.len = d->root_len_;
+    it->top.child = d->root_child_;
+    dtl_frame_t f = {&it->top, count, 0, d->extent, 0, 0};
+    it->stack[0] = f;
+    it->sp = 0;
+    it->len = 0;
+    it->have_pending = 0;
+    return 0;
+}
+
+static void iter_fini(dtl_iter_t *it)
+{
+    if (it->stack != it->local)
+        free(it->stack);
+}
+
+static int iter_raw(dtl_iter_t *it, MPI_Aint *off_p, MPI_Aint *len_p)
+{
+    while (it->sp >= 0) {
+        dtl_frame_t *f = &it->stack[it->sp];
+        if (f->i == f->n) {
+            it->sp--;
+            continue;
+        }
+        const dtl_item_t *item;
+        MPI_Aint base;
+        if (f->is_seq) {
+            item = &f->items[f->i];
+            base = f->base;
+        } else {
+            item = f->items;
+            base = f->base + f->i * f->stride;
+        }
+        f->i++;
+        base += item->disp;
+        if (!item->child) {
+            if (item->len == 0)
+                continue;
+            *off_p = base;
+            *len_p = item->len;
+            return 1;
+        }
+        const struct rma_dtl_node *nd = item->child;
+        assert(it->sp + 1 < it->cap);
+        dtl_frame_t nf = {nd->items, nd->n, 0, nd->stride, base, nd->is_seq};
+        it->stack[++it->sp] = nf;
+    }
+    return 0;
+}
+
+/* next maximal contiguous piece into it->off/len; 0 at the end */
+static int iter_next(dtl_iter_t *it)
+{
+    if (!it->have_pending && !iter_raw(it, &it->poff, &it->plen))
+        return 0;
+    it->off = it->poff;
+    it->len = it->plen;
+    it->have_pending = 0;
+    MPI_Aint o, l;
+    while (iter_raw(it, &o, &l)) {
+        if (o != it->off + it->len) {
+            it->poff = o;
+            it->plen = l;
+            it->have_pending = 1;
+            break;
+        }
+        it->len += l;
+    }
+    return 1;
+}
+
+/* contiguous for this count: one run at root_disp_ */
+static int dtl_contig_for(const rma_dtl_t *d, MPI_Aint count)
+{
+    return d->is_contig || (count == 1 && !d->root_child_);
+}
+
+int rma_dtl_walk_pairs(const rma_dtl_t *dst, MPI_Aint dst_count, const rma_dtl_t *src,
+                       MPI_Aint src_count, rma_dtl_pair_fn fn, void *arg)
+{
+    MPI_Aint dtot = dst_count > 0 ? dst_count * dst->size : 0;
+    MPI_Aint stot = src_count > 0 ? src_count * src->size : 0;
+    MPI_Aint total = dtot < stot ? dtot : stot;
+    if (total == 0)
+        return 0;
+    if (dtl_contig_for(dst, dst_count) && dtl_contig_for(src, src_count))
+        return fn(arg, dst->root_disp_, src->root_disp_, (size_t) total);
+
+    dtl_iter_t a, b;
+    if (iter_init(&a, dst, dst_count))
+        return -1;
+    if (iter_init(&b, src, src_count)) {
+        iter_fini(&a);
+        return -1;
+    }
+    int rc = 0;
+    int more = iter_next(&a) && iter_next(&b);
+    while (more) {
+        MPI_Aint n = a.len < b.len ? a.len : b.len;
+        rc = fn(arg, a.off, b.off, (size_t) n);
+        if (rc)
+            break;
+        a.off += n;
+        a.len -= n;
+        b.off += n;
+        b.len -= n;
+        if (a.len == 0 && !iter_next(&a))
+            break;
+        if (b.len == 0 && !iter_next(&b))
+            break;
+    }
+    iter_fini(&b);
+    iter_fini(&a);
+    return rc;
+}
+
+typedef struct dtl_copy_arg {
+    char *dst;
+    const char *src;
+} dtl_copy_arg_t;
+
+static int copy_piece(void *arg, MPI_Aint dst_off, MPI_Aint src_off, size_t len)
+{
+    dtl_copy_arg_t *c = arg;
+    memcpy(c->dst + dst_off, c->src + src_off, len);
+    return 0;
+}
+
+/* runs of a simple layout <-> one contiguous buffer; to_contig says which way */
+static void copy_strided(char *contig, char *strided, const rma_dtl_t *d, MPI_Aint count,
+                         int to_contig)
+{
+    MPI_Aint outer = count, inner = d->s_count_, ext = d->extent, s = d->s_stride_;
+    MPI_Aint len = d->s_len_;
+    if (inner == 1) {
+        inner = count;
+        outer = 1;
+        s = ext;
+    } else if (ext == inner * s) {
+        inner *= count;
+        outer = 1;
+    }
+    for (MPI_Aint e = 0; e < outer; e++) {
+        char *p = strided + d->s_disp_ + e * ext;
+#define DTL_LOOP(L)                                                                           \
+    for (MPI_Aint i = 0; i < inner; i++, p += s, contig += (L)) {                             \
+        if (to_contig)                                                                        \
+            memcpy(contig, p, (L));                                                           \
+        else                                                                                  \
+            memcpy(p, contig, (L));                                                           \
+    }
+        if (len == 8) {
+            DTL_LOOP(8)
+        } else if (len == 4) {
+            DTL_LOOP(4)
+        } else if (len == 16) {
+            DTL_LOOP(16)
+        } else {
+            DTL_LOOP(len)
+        }
+#undef DTL_LOOP
+    }
+}
+
+void rma_dtl_copy(char *dst, const rma_dtl_t *dst_dtl, MPI_Aint dst_count, const char *src,
+                  const rma_dtl_t *src_dtl, MPI_Aint src_count)
+{
+    MPI_Aint dtot = dst_count > 0 ? dst_count * dst_dtl->size : 0;
+    MPI_Aint stot = src_count > 0 ? src_count * src_dtl->size : 0;
+    if (dtot == 0 || stot == 0)
+        return;
+    int dc = dtl_contig_for(dst_dtl, dst_count), sc = dtl_contig_for(src_dtl, src_count);
+    if (dc && sc) {
+        memcpy(dst + dst_dtl->root_disp_, src + src_dtl->root_disp_,
+               (size_t) (dtot < stot ? dtot : stot));
+        return;
+    }
+    if (dtot == stot && dc && src_dtl->simple_) {
+        copy_strided(dst + dst_dtl->root_disp_, (char *) (uintptr_t) src, src_dtl, src_count, 1);
+        return;
+    }
+    if (dtot == stot && sc && dst_dtl->simple_) {
+        copy_strided((char *) (uintptr_t) (src + src_dtl->root_disp_), dst, dst_dtl, dst_count,
+                     0);
+        return;
+    }
+    dtl_copy_arg_t arg = {dst, src};
+    rma_dtl_walk_pairs(dst_dtl, dst_count, src_dtl, src_count, copy_piece, &arg);
+}
