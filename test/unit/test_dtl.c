@@ -232,7 +232,8 @@ int main(int argc, char **argv)
     PMPI_Type_vector(4, 2, 3, MPI_DOUBLE, &t);
     t = commit(t);
     check_type("vector(4,2,3,double) x3", t, 3);
-    check(pieces_to_bytes(t, 3) == 10, "10 maximal pieces (elements touch)", "vector(4,2,3,double) x3");
+    check(pieces_to_bytes(t, 3) == 10, "10 maximal pieces (elements touch)",
+          "vector(4,2,3,double) x3");
     PMPI_Type_free(&t);
 
     PMPI_Type_vector(5, 1, -2, MPI_INT, &t);

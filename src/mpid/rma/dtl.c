@@ -812,6 +812,10 @@ static int iter_raw(dtl_iter_t *it, MPI_Aint *off_p, MPI_Aint *len_p)
                 continue;
             *off_p = base;
             *len_p = item->len;
+            if (!f->is_seq && f->stride == item->len) { /* the rest of the repeat adjoins */
+                *len_p += (f->n - f->i) * item->len;
+                f->i = f->n;
+            }
             return 1;
         }
         const struct rma_dtl_node *nd = item->child;
