@@ -1,0 +1,31 @@
+/*
+ * rma_ext.h - librma extensions beyond the MPI standard. Programs that use them must link
+ * librma (rmacc); check for librma at run time with dlsym(RTLD_DEFAULT, "RMAX_Version").
+ */
+#ifndef RMA_EXT_H
+#define RMA_EXT_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The librma version string, e.g. "0.1.0". */
+const char *RMAX_Version(void);
+
+enum {
+    RMAX_PATH_DIRECT = 1, /* load/store on memory mapped in this process */
+    RMAX_PATH_CMA = 2,    /* cross-memory attach (process_vm_readv/writev) */
+    RMAX_PATH_NETMOD = 3, /* network transport */
+};
+
+/* The path an operation on [disp, disp+len) bytes of `target` takes (disp in disp_units;
+ * an address for dynamic windows). MPI_SUCCESS, or an error class raised on the window. */
+int RMAX_Win_path(MPI_Win win, int target, MPI_Aint disp, MPI_Aint len, int *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

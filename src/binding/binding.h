@@ -1,0 +1,27 @@
+/*
+ * binding.h - helpers shared by the MPI entry points: handle -> window translation with the
+ * standard's error for a bad handle, and lazy start-up for programs that initialized MPI
+ * without going through our MPI_Init (e.g. a Fortran main program).
+ */
+#ifndef RMA_BINDING_H
+#define RMA_BINDING_H
+
+#include <mpi.h>
+
+#include "windows/win.h"
+#include "windows/win_error.h"
+
+/* Sets `win` to the window behind `handle` or returns MPI_ERR_WIN raised for `func`. */
+#define RMA_WIN_GET(win, handle, func)                                                        \
+    do {                                                                                      \
+        (win) = rma_win_lookup(handle);                                                       \
+        if (rma_unlikely((win) == NULL))                                                      \
+            return rma_err(NULL, (func), MPI_ERR_WIN, "0x%x is not a valid window%s",         \
+                           (unsigned)(handle), (handle) == MPI_WIN_NULL ? " (MPI_WIN_NULL)"   \
+                                                                        : "");                \
+    } while (0)
+
+/* Starts librma's process-wide state once (environment, transports). */
+void rma_init_once(void);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * init.c - process start and end (MPI_Init*, MPI_Finalize) and MPI_Alloc_mem/MPI_Free_mem,
+ * whose memory librma makes shared so that windows on it get the direct path.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "binding/binding.h"
+#include "mpid/rma/dtl.h"
+#include "mpid/rma/env.h"
+#include "netmod/netmod.h"
+#include "rma_ext.h"
+#include "windows/memreg.h"
+#include "windows/segment.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_body(void)
+{
+    rma_env_init();
+    rma_nm_shm_ops.init();
+}
+
+void rma_init_once(void)
+{
+    pthread_once(&init_once, init_body);
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS)
+        rma_init_once();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS)
+        rma_init_once();
+    return rc;
+}
+
+int MPI_Finalize(void)
+{
+    int live = rma_win_count();
+
+    if (live > 0 && rma_env.verbose)
+        fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
+    rma_dtl_finalize();
+    rma_nm_shm_ops.finalize();
+    rma_seg_finalize();
+    rma_memreg_finalize();
+    return PMPI_Finalize();
+}
+
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+{
+    void *p;
+
+    (void)info;
+    rma_init_once();
+    if (size < 0)
+        return rma_err(NULL, "MPI_Alloc_mem", MPI_ERR_SIZE, "negative size %ld", (long)size);
+    if (baseptr == NULL)
+        return rma_err(NULL, "MPI_Alloc_mem", MPI_ERR_ARG, "baseptr is NULL");
+    p = rma_memreg_alloc((size_t)size);
+    if (p == NULL)
+        return rma_err(NULL, "MPI_Alloc_mem", MPI_ERR_NO_MEM, "cannot allocate %ld bytes: %s",
+                       (long)size, strerror(errno));
+    *(void **)baseptr = p;
+    return MPI_SUCCESS;
+}
+
+int MPI_Free_mem(void *base)
+{
+    if (base == NULL)
+        return MPI_SUCCESS;
+    if (rma_memreg_free(base) != 0)
+        return rma_err(NULL, "MPI_Free_mem", MPI_ERR_BASE,
+                       "%p was not returned by MPI_Alloc_mem", base);
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ extensions */
+
+const char *RMAX_Version(void)
+{
+    return PACKAGE_VERSION;
+}
+
+int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *path)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "RMAX_Win_path");
+    if ((unsigned)target >= (unsigned)win->nranks || len < 0 || path == NULL)
+        return rma_err(win, "RMAX_Win_path", MPI_ERR_ARG, "bad target %d or length %ld",
+                       target, (long)len);
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        char *local;
+        if (rma_win_dyn_resolve(win, target, (uintptr_t)disp, (size_t)len, &local) != 0)
+            return rma_err(win, "RMAX_Win_path", MPI_ERR_RMA_RANGE, "not attached");
+        *path = local != NULL ? RMAX_PATH_DIRECT : RMAX_PATH_CMA;
+        return MPI_SUCCESS;
+    }
+    rma_target_t *tg = &win->targets[target];
+    uintptr_t ta = tg->remote_base + (uintptr_t)(disp * tg->disp_unit);
+    *path = tg->map_local != NULL && ta >= tg->map_lo && ta + (uintptr_t)len <=
+            tg->map_lo + tg->map_len ? RMAX_PATH_DIRECT : RMAX_PATH_CMA;
+    return MPI_SUCCESS;
+}

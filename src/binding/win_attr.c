@@ -1,0 +1,274 @@
+/*
+ * win_attr.c - window attributes (predefined and user keyvals with copy/delete callbacks),
+ * names, groups and info.
+ *
+ * Keyvals are librma's own handles (tag 0x5b in the top byte) because MPICH never sees a
+ * librma window to hang attributes on. Window attributes are never copied (windows cannot
+ * be duplicated), so copy callbacks are stored but not called.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "binding/binding.h"
+
+#define KEYVAL_TAG  0x5b000000
+#define KEYVAL_MASK 0xff000000
+
+typedef struct keyval {
+    MPI_Win_copy_attr_function *copy_fn;
+    MPI_Win_delete_attr_function *delete_fn;
+    void *extra_state;
+    int refcnt; /* 1 for the user's handle until MPI_Win_free_keyval, +1 per attribute */
+} keyval_t;
+
+static pthread_mutex_t kv_lock = PTHREAD_MUTEX_INITIALIZER;
+static keyval_t *keyvals;
+static int nkeyvals;
+
+static keyval_t *keyval_get(int handle)
+{
+    int idx = handle & ~KEYVAL_MASK;
+
+    if ((handle & KEYVAL_MASK) != KEYVAL_TAG || idx >= nkeyvals || keyvals[idx].refcnt <= 0)
+        return NULL;
+    return &keyvals[idx];
+}
+
+static void keyval_unref(keyval_t *kv)
+{
+    pthread_mutex_lock(&kv_lock);
+    kv->refcnt--;
+    pthread_mutex_unlock(&kv_lock);
+}
+
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *copy_fn,
+                          MPI_Win_delete_attr_function *delete_fn, int *keyval,
+                          void *extra_state)
+{
+    int idx;
+
+    if (keyval == NULL)
+        return rma_err(NULL, "MPI_Win_create_keyval", MPI_ERR_ARG, "keyval is NULL");
+    pthread_mutex_lock(&kv_lock);
+    for (idx = 0; idx < nkeyvals && keyvals[idx].refcnt > 0; idx++)
+        ;
+    if (idx == nkeyvals) {
+        keyval_t *p = realloc(keyvals, (size_t)(nkeyvals + 1) * sizeof(*p));
+        if (p == NULL) {
+            pthread_mutex_unlock(&kv_lock);
+            return rma_err(NULL, "MPI_Win_create_keyval", MPI_ERR_NO_MEM, "out of memory");
+        }
+        keyvals = p;
+        nkeyvals++;
+    }
+    keyvals[idx] = (keyval_t){copy_fn, delete_fn, extra_state, 1};
+    pthread_mutex_unlock(&kv_lock);
+    *keyval = KEYVAL_TAG | idx;
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_free_keyval(int *keyval)
+{
+    keyval_t *kv;
+
+    if (keyval == NULL || (kv = keyval_get(*keyval)) == NULL)
+        return rma_err(NULL, "MPI_Win_free_keyval", MPI_ERR_KEYVAL,
+                       "not a window keyval (or freed already)");
+    keyval_unref(kv);
+    *keyval = MPI_KEYVAL_INVALID;
+    return MPI_SUCCESS;
+}
+
+static int is_predefined(int keyval)
+{
+    return keyval == MPI_WIN_BASE || keyval == MPI_WIN_SIZE || keyval == MPI_WIN_DISP_UNIT ||
+           keyval == MPI_WIN_CREATE_FLAVOR || keyval == MPI_WIN_MODEL;
+}
+
+static int attr_find(rma_win_t *win, int keyval)
+{
+    for (int i = 0; i < win->nattrs; i++)
+        if (win->attrs[i].keyval == keyval)
+            return i;
+    return -1;
+}
+
+/* Calls the delete callback of attribute i; MPI_SUCCESS or the callback's error. */
+static int attr_delete(rma_win_t *win, int i)
+{
+    keyval_t *kv = &keyvals[win->attrs[i].keyval & ~KEYVAL_MASK];
+    int rc = MPI_SUCCESS;
+
+    if (kv->delete_fn != NULL)
+        rc = kv->delete_fn(win->handle, win->attrs[i].keyval, win->attrs[i].value,
+                           kv->extra_state);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    keyval_unref(kv);
+    win->attrs[i] = win->attrs[--win->nattrs];
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_set_attr(MPI_Win handle, int keyval, void *value)
+{
+    static const char func[] = "MPI_Win_set_attr";
+    rma_win_t *win;
+    int i, rc;
+
+    RMA_WIN_GET(win, handle, func);
+    if (is_predefined(keyval))
+        return rma_err(win, func, MPI_ERR_KEYVAL, "predefined attributes are read-only");
+    if (keyval_get(keyval) == NULL)
+        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a window keyval",
+                       (unsigned)keyval);
+    i = attr_find(win, keyval);
+    if (i >= 0) {
+        rc = attr_delete(win, i);
+        if (rc != MPI_SUCCESS)
+            return rma_err(win, func, rc, "the delete callback of the old value failed");
+    }
+    if (win->nattrs == win->attrs_cap) {
+        int cap = win->attrs_cap ? 2 * win->attrs_cap : 4;
+        rma_attr_t *p = realloc(win->attrs, (size_t)cap * sizeof(*p));
+        if (p == NULL)
+            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
+        win->attrs = p;
+        win->attrs_cap = cap;
+    }
+    pthread_mutex_lock(&kv_lock);
+    keyvals[keyval & ~KEYVAL_MASK].refcnt++;
+    pthread_mutex_unlock(&kv_lock);
+    win->attrs[win->nattrs++] = (rma_attr_t){keyval, value};
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_get_attr(MPI_Win handle, int keyval, void *value, int *flag)
+{
+    static const char func[] = "MPI_Win_get_attr";
+    rma_win_t *win;
+    int i;
+
+    RMA_WIN_GET(win, handle, func);
+    if (value == NULL || flag == NULL)
+        return rma_err(win, func, MPI_ERR_ARG, "attribute_val or flag is NULL");
+    *flag = 1;
+    win->attr_size = win->size;
+    win->attr_disp_unit = win->disp_unit;
+    win->attr_flavor = win->flavor;
+    win->attr_model = win->model;
+    switch (keyval) {
+    case MPI_WIN_BASE: *(void **)value = win->base; return MPI_SUCCESS;
+    case MPI_WIN_SIZE: *(void **)value = &win->attr_size; return MPI_SUCCESS;
+    case MPI_WIN_DISP_UNIT: *(void **)value = &win->attr_disp_unit; return MPI_SUCCESS;
+    case MPI_WIN_CREATE_FLAVOR: *(void **)value = &win->attr_flavor; return MPI_SUCCESS;
+    case MPI_WIN_MODEL: *(void **)value = &win->attr_model; return MPI_SUCCESS;
+    default: break;
+    }
+    if (keyval_get(keyval) == NULL) {
+        *flag = 0;
+        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a window keyval",
+                       (unsigned)keyval);
+    }
+    i = attr_find(win, keyval);
+    *flag = i >= 0;
+    if (i >= 0)
+        *(void **)value = win->attrs[i].value;
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_delete_attr(MPI_Win handle, int keyval)
+{
+    static const char func[] = "MPI_Win_delete_attr";
+    rma_win_t *win;
+    int i, rc;
+
+    RMA_WIN_GET(win, handle, func);
+    if (is_predefined(keyval) || keyval_get(keyval) == NULL)
+        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a user window keyval",
+                       (unsigned)keyval);
+    i = attr_find(win, keyval);
+    if (i < 0)
+        return MPI_SUCCESS;
+    rc = attr_delete(win, i);
+    if (rc != MPI_SUCCESS)
+        return rma_err(win, func, rc, "the attribute's delete callback failed");
+    return MPI_SUCCESS;
+}
+
+/* MPI_Win_free: delete every attribute, newest first; stops at a failing callback. */
+int rma_attr_delete_all(rma_win_t *win)
+{
+    while (win->nattrs > 0) {
+        int rc = attr_delete(win, win->nattrs - 1);
+        if (rc != MPI_SUCCESS)
+            return rma_err(win, "MPI_Win_free", rc, "an attribute's delete callback failed");
+    }
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_set_name(MPI_Win handle, const char *name)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_set_name");
+    if (name == NULL)
+        return rma_err(win, "MPI_Win_set_name", MPI_ERR_ARG, "name is NULL");
+    strncpy(win->name, name, MPI_MAX_OBJECT_NAME - 1);
+    win->name[MPI_MAX_OBJECT_NAME - 1] = '\0';
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_get_name(MPI_Win handle, char *name, int *resultlen)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_get_name");
+    if (name == NULL || resultlen == NULL)
+        return rma_err(win, "MPI_Win_get_name", MPI_ERR_ARG, "name or resultlen is NULL");
+    strcpy(name, win->name);
+    *resultlen = (int)strlen(win->name);
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_get_group(MPI_Win handle, MPI_Group *group)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_get_group");
+    if (group == NULL)
+        return rma_err(win, "MPI_Win_get_group", MPI_ERR_ARG, "group is NULL");
+    return PMPI_Comm_group(win->comm, group);
+}
+
+int MPI_Win_set_info(MPI_Win handle, MPI_Info info)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_set_info");
+    if (info == MPI_INFO_NULL)
+        return rma_err(win, "MPI_Win_set_info", MPI_ERR_INFO, "info is MPI_INFO_NULL");
+    rma_win_info_parse(win, info);
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_get_info(MPI_Win handle, MPI_Info *info_used)
+{
+    rma_win_t *win;
+    MPI_Info info;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_get_info");
+    if (info_used == NULL)
+        return rma_err(win, "MPI_Win_get_info", MPI_ERR_ARG, "info_used is NULL");
+    PMPI_Info_create(&info);
+    PMPI_Info_set(info, "no_locks", win->info.no_locks ? "true" : "false");
+    PMPI_Info_set(info, "accumulate_ordering", win->info.accumulate_ordering);
+    PMPI_Info_set(info, "accumulate_ops", win->info.accumulate_ops);
+    PMPI_Info_set(info, "same_size", win->info.same_size ? "true" : "false");
+    PMPI_Info_set(info, "same_disp_unit", win->info.same_disp_unit ? "true" : "false");
+    if (win->flavor == MPI_WIN_FLAVOR_SHARED)
+        PMPI_Info_set(info, "alloc_shared_noncontig",
+                      win->info.alloc_shared_noncontig ? "true" : "false");
+    *info_used = info;
+    return MPI_SUCCESS;
+}

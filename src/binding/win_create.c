@@ -1,0 +1,190 @@
+/*
+ * win_create.c - MPI entry points that create, free and query windows.
+ */
+#include <limits.h>
+
+#include "binding/binding.h"
+#include "sync/sync.h"
+
+int rma_attr_delete_all(rma_win_t *win); /* win_attr.c */
+
+static int check_create_args(const char *func, MPI_Aint size, MPI_Aint disp_unit, void *out)
+{
+    if (size < 0)
+        return rma_err(NULL, func, MPI_ERR_SIZE, "negative window size %ld", (long)size);
+    if (disp_unit <= 0 || disp_unit > INT_MAX)
+        return rma_err(NULL, func, MPI_ERR_DISP, "disp_unit %ld is not in [1, INT_MAX]",
+                       (long)disp_unit);
+    if (out == NULL)
+        return rma_err(NULL, func, MPI_ERR_ARG, "the output argument is NULL");
+    return MPI_SUCCESS;
+}
+
+static int win_create(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
+                      MPI_Comm comm, MPI_Win *handle, const char *func)
+{
+    rma_win_t *win;
+    int rc = check_create_args(func, size, disp_unit, handle);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (base == NULL && size > 0)
+        return rma_err(NULL, func, MPI_ERR_BASE, "NULL base for a %ld-byte window", (long)size);
+    rma_init_once();
+    rc = rma_win_create(base, size, (int)disp_unit, info, comm, &win);
+    if (rc == MPI_SUCCESS)
+        *handle = win->handle;
+    return rc;
+}
+
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                   MPI_Win *win)
+{
+    return win_create(base, size, disp_unit, info, comm, win, "MPI_Win_create");
+}
+
+int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
+                     MPI_Comm comm, MPI_Win *win)
+{
+    return win_create(base, size, disp_unit, info, comm, win, "MPI_Win_create_c");
+}
+
+static int win_allocate(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                        void *baseptr, MPI_Win *handle, int shared, const char *func)
+{
+    rma_win_t *win;
+    int rc = check_create_args(func, size, disp_unit, handle);
+
+    if (rc == MPI_SUCCESS && baseptr == NULL)
+        rc = rma_err(NULL, func, MPI_ERR_ARG, "baseptr is NULL");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rma_init_once();
+    rc = rma_win_allocate(size, (int)disp_unit, info, comm, shared, baseptr, &win);
+    if (rc == MPI_SUCCESS)
+        *handle = win->handle;
+    return rc;
+}
+
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                     void *baseptr, MPI_Win *win)
+{
+    return win_allocate(size, disp_unit, info, comm, baseptr, win, 0, "MPI_Win_allocate");
+}
+
+int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                       void *baseptr, MPI_Win *win)
+{
+    return win_allocate(size, disp_unit, info, comm, baseptr, win, 0, "MPI_Win_allocate_c");
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                            void *baseptr, MPI_Win *win)
+{
+    return win_allocate(size, disp_unit, info, comm, baseptr, win, 1,
+                        "MPI_Win_allocate_shared");
+}
+
+int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                              void *baseptr, MPI_Win *win)
+{
+    return win_allocate(size, disp_unit, info, comm, baseptr, win, 1,
+                        "MPI_Win_allocate_shared_c");
+}
+
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *handle)
+{
+    rma_win_t *win;
+    int rc;
+
+    if (handle == NULL)
+        return rma_err(NULL, "MPI_Win_create_dynamic", MPI_ERR_ARG, "win is NULL");
+    rma_init_once();
+    rc = rma_win_create_dynamic(info, comm, &win);
+    if (rc == MPI_SUCCESS)
+        *handle = win->handle;
+    return rc;
+}
+
+int MPI_Win_attach(MPI_Win handle, void *base, MPI_Aint size)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_attach");
+    return rma_win_attach(win, base, size);
+}
+
+int MPI_Win_detach(MPI_Win handle, const void *base)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_detach");
+    return rma_win_detach(win, base);
+}
+
+int MPI_Win_free(MPI_Win *handle)
+{
+    rma_win_t *win;
+    int rc;
+
+    if (handle == NULL)
+        return rma_err(NULL, "MPI_Win_free", MPI_ERR_ARG, "win is NULL");
+    RMA_WIN_GET(win, *handle, "MPI_Win_free");
+    rc = rma_sync_check_free(win);
+    if (rc == MPI_SUCCESS)
+        rc = rma_attr_delete_all(win);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rma_win_free(win);
+    *handle = MPI_WIN_NULL;
+    return MPI_SUCCESS;
+}
+
+static int shared_query(MPI_Win handle, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
+                        void *baseptr, const char *func)
+{
+    rma_win_t *win;
+    rma_target_t *tg;
+
+    RMA_WIN_GET(win, handle, func);
+    if (win->flavor != MPI_WIN_FLAVOR_SHARED && win->flavor != MPI_WIN_FLAVOR_ALLOCATE)
+        return rma_err(win, func, MPI_ERR_RMA_FLAVOR, "the window's memory is not shared "
+                       "(created with MPI_Win_create or MPI_Win_create_dynamic)");
+    if (size == NULL || disp_unit == NULL || baseptr == NULL)
+        return rma_err(win, func, MPI_ERR_ARG, "an output argument is NULL");
+    if (rank == MPI_PROC_NULL) {
+        /* the lowest rank that contributed memory; size 0 and NULL if none did */
+        for (rank = 0; rank < win->nranks && win->targets[rank].size == 0; rank++)
+            ;
+        if (rank == win->nranks) {
+            *size = 0;
+            *disp_unit = win->targets[0].disp_unit;
+            *(void **)baseptr = NULL;
+            return MPI_SUCCESS;
+        }
+    } else if ((unsigned)rank >= (unsigned)win->nranks) {
+        return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d",
+                       rank, win->nranks);
+    }
+    tg = &win->targets[rank];
+    *size = tg->size;
+    *disp_unit = tg->disp_unit;
+    *(void **)baseptr = tg->map_local;
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
+{
+    MPI_Aint du = 0;
+    int rc = shared_query(win, rank, size, disp_unit ? &du : NULL, baseptr,
+                          "MPI_Win_shared_query");
+    if (rc == MPI_SUCCESS)
+        *disp_unit = (int)du;
+    return rc;
+}
+
+int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
+                           void *baseptr)
+{
+    return shared_query(win, rank, size, disp_unit, baseptr, "MPI_Win_shared_query_c");
+}

@@ -1,0 +1,127 @@
+/*
+ * win_sync.c - MPI entry points of the synchronization calls.
+ */
+#include "binding/binding.h"
+#include "sync/sync.h"
+
+int MPI_Win_fence(int assert, MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_fence");
+    return rma_fence(win, assert);
+}
+
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_post");
+    return rma_post(win, group, assert);
+}
+
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_start");
+    return rma_start(win, group, assert);
+}
+
+int MPI_Win_complete(MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_complete");
+    return rma_complete(win);
+}
+
+int MPI_Win_wait(MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_wait");
+    return rma_wait(win);
+}
+
+int MPI_Win_test(MPI_Win handle, int *flag)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_test");
+    if (flag == NULL)
+        return rma_err(win, "MPI_Win_test", MPI_ERR_ARG, "flag is NULL");
+    return rma_test(win, flag);
+}
+
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_lock");
+    return rma_lock(win, lock_type, rank, assert);
+}
+
+int MPI_Win_unlock(int rank, MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_unlock");
+    return rma_unlock(win, rank);
+}
+
+int MPI_Win_lock_all(int assert, MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_lock_all");
+    return rma_lock_all(win, assert);
+}
+
+int MPI_Win_unlock_all(MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_unlock_all");
+    return rma_unlock_all(win);
+}
+
+int MPI_Win_flush(int rank, MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_flush");
+    return rma_flush(win, rank, "MPI_Win_flush");
+}
+
+int MPI_Win_flush_local(int rank, MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_flush_local");
+    return rma_flush(win, rank, "MPI_Win_flush_local");
+}
+
+int MPI_Win_flush_all(MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_flush_all");
+    return rma_flush_all(win, "MPI_Win_flush_all");
+}
+
+int MPI_Win_flush_local_all(MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_flush_local_all");
+    return rma_flush_all(win, "MPI_Win_flush_local_all");
+}
+
+int MPI_Win_sync(MPI_Win handle)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_sync");
+    return rma_win_sync(win);
+}

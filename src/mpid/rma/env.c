@@ -1,0 +1,65 @@
+/*
+ * env.c - the one place where librma reads environment variables.
+ */
+#include "mpid/rma/env.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+rma_env_t rma_env = {
+    .netmod_only = 0,
+    .create_remap = 1,
+    .verbose = 0,
+    .spin_count = 200,
+    .dyn_max_regions = 64,
+    .cma_batch = 512,
+};
+
+static int env_initialized;
+
+static long env_long(const char *name, long dflt, long lo, long hi)
+{
+    const char *s = getenv(name);
+    char *end;
+    long v;
+
+    if (s == NULL || *s == '\0')
+        return dflt;
+    v = strtol(s, &end, 0);
+    if (*end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "librma: ignoring %s=%s (expected an integer in [%ld, %ld])\n", name, s,
+                lo, hi);
+        return dflt;
+    }
+    return v;
+}
+
+void rma_env_init(void)
+{
+    if (env_initialized)
+        return;
+    env_initialized = 1;
+    rma_env.netmod_only = (int)env_long("RMA_NETMOD_ONLY", rma_env.netmod_only, 0, 1);
+    rma_env.create_remap = (int)env_long("RMA_CREATE_REMAP", rma_env.create_remap, 0, 1);
+    rma_env.verbose = (int)env_long("RMA_VERBOSE", rma_env.verbose, 0, 2);
+    rma_env.spin_count = (int)env_long("RMA_SPIN_COUNT", rma_env.spin_count, 0, 1 << 24);
+    rma_env.dyn_max_regions =
+        (int)env_long("RMA_DYN_MAX_REGIONS", rma_env.dyn_max_regions, 1, 1 << 16);
+    rma_env.cma_batch = (size_t)env_long("RMA_CMA_IOV", (long)rma_env.cma_batch, 1, 1024);
+}
+
+void rma_env_print(FILE *out)
+{
+    fprintf(out, "RMA_NETMOD_ONLY=%d      treat every peer as off-node (1) or map same-node "
+                 "peers (0)\n", rma_env.netmod_only);
+    fprintf(out, "RMA_CREATE_REMAP=%d     map MPI_Win_create / attached memory shared so "
+                 "peers load/store it (1) or use CMA (0)\n", rma_env.create_remap);
+    fprintf(out, "RMA_VERBOSE=%d          1: print errors that MPI_ERRORS_RETURN returns; 2: "
+                 "also window set-up decisions\n", rma_env.verbose);
+    fprintf(out, "RMA_SPIN_COUNT=%d     busy polls before a waiting rank starts to "
+                 "sched_yield\n", rma_env.spin_count);
+    fprintf(out, "RMA_DYN_MAX_REGIONS=%d regions one rank may attach to a dynamic window\n",
+            rma_env.dyn_max_regions);
+    fprintf(out, "RMA_CMA_IOV=%zu        iovec entries per process_vm_readv/writev call\n",
+            rma_env.cma_batch);
+}

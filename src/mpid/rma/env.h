@@ -1,0 +1,28 @@
+/*
+ * env.h - librma's tunables. Every environment variable librma reads is read in env.c,
+ * documented in doc/tuning.md and printed by rma_info.
+ */
+#ifndef RMA_ENV_H
+#define RMA_ENV_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct rma_env {
+    int    netmod_only;     /* RMA_NETMOD_ONLY: treat every peer as off-node */
+    int    create_remap;    /* RMA_CREATE_REMAP: map MPI_Win_create/attach memory shared */
+    int    verbose;         /* RMA_VERBOSE: print errors returned through MPI_ERRORS_RETURN */
+    int    spin_count;      /* RMA_SPIN_COUNT: busy polls before a waiter starts yielding */
+    int    dyn_max_regions; /* RMA_DYN_MAX_REGIONS: attach slots per rank of a dynamic window */
+    size_t cma_batch;       /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
+} rma_env_t;
+
+extern rma_env_t rma_env;
+
+/* Reads the environment once; later calls do nothing. */
+void rma_env_init(void);
+
+/* Prints every variable, its value and its meaning (used by rma_info). */
+void rma_env_print(FILE *out);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * rma.h - the device core's entry points for data movement.
+ *
+ * rma_put/rma_get are the hot path: a same-node target whose memory is mapped here, a
+ * predefined datatype with equal counts, inside an access epoch -> one range check and one
+ * memcpy. Everything else (derived datatypes, dynamic windows, memory reached by CMA, and
+ * every error) goes out of line to rma_xfer_slow.
+ */
+#ifndef RMA_RMA_H
+#define RMA_RMA_H
+
+#include <string.h>
+
+#include "windows/win.h"
+
+/* MPICH handle encoding: builtin datatypes have kind 01 in bits 31..30 and carry their size
+ * in bits 15..8 (MPICH ABI, shared by every MPICH-family library). */
+#define RMA_DT_IS_BUILTIN(dt)   (((unsigned)(dt) & 0xc0000000u) == 0x40000000u)
+#define RMA_DT_BUILTIN_SIZE(dt) (((unsigned)(dt) >> 8) & 0xffu)
+
+enum { RMA_PUT = 0, RMA_GET = 1 };
+
+/* General Put/Get: validates everything, raises errors on the window. */
+int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
+                  int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,
+                  const char *func) __attribute__((noinline));
+
+/* Where `n` bytes at displacement `tdisp` of target `tg` are mapped here, or NULL when the
+ * fast path does not apply (the slow path then decides, and reports any error). */
+static inline char *rma_direct_addr(const rma_target_t *tg, MPI_Aint tdisp, size_t n)
+{
+    MPI_Aint off;
+    uintptr_t ta;
+
+    if (rma_unlikely(tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off)
+                     || n > (size_t)tg->size || (size_t)off > (size_t)tg->size - n))
+        return NULL;
+    ta = tg->remote_base + (uintptr_t)off;
+    if (rma_unlikely(ta < tg->map_lo || ta - tg->map_lo > tg->map_len ||
+                     n > tg->map_len - (ta - tg->map_lo)))
+        return NULL;
+    return tg->map_local + (ta - tg->map_lo);
+}
+
+static inline int rma_xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount,
+                           MPI_Datatype otype, int trank, MPI_Aint tdisp, MPI_Aint tcount,
+                           MPI_Datatype ttype, const char *func)
+{
+    if (rma_likely((unsigned)trank < (unsigned)win->nranks && otype == ttype &&
+                   ocount == tcount && RMA_DT_IS_BUILTIN(otype) &&
+                   (unsigned long)ocount < (1ul << 48))) {
+        rma_target_t *tg = &win->targets[trank];
+        size_t n = (size_t)ocount * RMA_DT_BUILTIN_SIZE(otype);
+        char *dst;
+        if (rma_likely((win->all_access | tg->access) &&
+                       (dst = rma_direct_addr(tg, tdisp, n)) != NULL)) {
+            win->ops_in_fence = 1;
+            if (kind == RMA_PUT)
+                memcpy(dst, origin, n);
+            else
+                memcpy(origin, dst, n);
+            return MPI_SUCCESS;
+        }
+    }
+    return rma_xfer_slow(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
+}
+
+/* A request that is already complete (request-based operations whose data has moved):
+ * a generalized request, so MPI_Wait/Test/Waitall/Request_free work on it. */
+int rma_request_done(MPI_Request *req);
+
+#endif

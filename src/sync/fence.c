@@ -1,0 +1,79 @@
+/*
+ * fence.c - MPI_Win_fence and the window's shared-memory barrier.
+ */
+#include "sync/sync.h"
+#include "sync/wait.h"
+
+/* Sense-free central barrier on the control segment: the last rank to arrive resets the
+ * count and advances the round; the others wait for the round to change. */
+int rma_sync_barrier(rma_win_t *win)
+{
+    rma_ctl_t *ctl = win->ctl;
+    uint64_t round = atomic_load_explicit(&ctl->bar_round, memory_order_acquire);
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    if (atomic_fetch_add_explicit(&ctl->bar_count, 1, memory_order_acq_rel) ==
+        (uint64_t)win->nranks - 1) {
+        atomic_store_explicit(&ctl->bar_count, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ctl->bar_round, 1, memory_order_release);
+        return MPI_SUCCESS;
+    }
+    while (atomic_load_explicit(&ctl->bar_round, memory_order_acquire) == round)
+        rma_backoff(&bo);
+    return MPI_SUCCESS;
+}
+
+#define FENCE_ASSERTS (MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)
+
+int rma_fence(rma_win_t *win, int assert)
+{
+    static const char func[] = "MPI_Win_fence";
+
+    if (assert & ~FENCE_ASSERTS)
+        return rma_err(win, func, MPI_ERR_ASSERT, "assert 0x%x has bits that are not fence "
+                       "assertions", (unsigned)assert);
+    if (win->epoch != RMA_EPOCH_NONE && win->epoch != RMA_EPOCH_FENCE)
+        return rma_err(win, func, MPI_ERR_RMA_SYNC, "a %s epoch is open on this window",
+                       win->epoch == RMA_EPOCH_PSCW ? "post-start-complete-wait access" :
+                       "passive target (lock)");
+    if (win->exposure_open)
+        return rma_err(win, func, MPI_ERR_RMA_SYNC,
+                       "an exposure epoch opened by MPI_Win_post is still open");
+    atomic_thread_fence(memory_order_seq_cst);
+    rma_sync_barrier(win);
+    if (assert & MPI_MODE_NOSUCCEED) {
+        win->epoch = RMA_EPOCH_NONE;
+        win->all_access = 0;
+    } else {
+        win->epoch = RMA_EPOCH_FENCE;
+        win->all_access = 1;
+    }
+    win->ops_in_fence = 0;
+    return MPI_SUCCESS;
+}
+
+int rma_sync_check_free(rma_win_t *win)
+{
+    static const char func[] = "MPI_Win_free";
+
+    if ((win->epoch == RMA_EPOCH_FENCE && win->ops_in_fence) ||
+        (win->epoch != RMA_EPOCH_NONE && win->epoch != RMA_EPOCH_FENCE) || win->exposure_open)
+        return rma_err(win, func, MPI_ERR_RMA_SYNC,
+                       "the window is inside an epoch (close it with a fence, "
+                       "MPI_Win_complete/MPI_Win_wait or an unlock first)");
+    return MPI_SUCCESS;
+}
+
+/* Opening a lock or PSCW epoch right after a fence is allowed when no operation was issued
+ * since that fence: the fence epoch simply ends. */
+int rma_sync_leave_fence(rma_win_t *win, const char *func)
+{
+    if (win->epoch != RMA_EPOCH_FENCE)
+        return MPI_SUCCESS;
+    if (win->ops_in_fence)
+        return rma_err(win, func, MPI_ERR_RMA_SYNC, "operations were issued in the open fence "
+                       "epoch; end it with MPI_Win_fence first");
+    win->epoch = RMA_EPOCH_NONE;
+    win->all_access = 0;
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,149 @@
+/*
+ * pscw.c - general active target synchronization: post, start, complete, wait, test.
+ *
+ * The control segment holds post[origin][target], the number of MPI_Win_post calls of
+ * `target` that named `origin`; an origin's start consumes one post of each target of its
+ * group (post_seen counts consumed posts). Each target's complete_cnt counts
+ * MPI_Win_complete calls aimed at it; wait/test compare it with the number of origins its
+ * posts named. All counters only grow, so epochs match in order without resets.
+ */
+#include <stdlib.h>
+
+#include "sync/sync.h"
+#include "sync/wait.h"
+
+#define PSCW_ASSERTS (MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)
+
+/* Window ranks of the members of group, into ranks[]; returns their number or -1. */
+static int group_ranks(rma_win_t *win, MPI_Group group, int *ranks)
+{
+    int n, *in;
+
+    if (group == MPI_GROUP_NULL || PMPI_Group_size(group, &n) != MPI_SUCCESS ||
+        n > win->nranks)
+        return -1;
+    if (n == 0)
+        return 0;
+    in = malloc((size_t)n * sizeof(*in));
+    if (in == NULL)
+        return -1;
+    for (int i = 0; i < n; i++)
+        in[i] = i;
+    PMPI_Group_translate_ranks(group, n, in, win->group, ranks);
+    free(in);
+    for (int i = 0; i < n; i++)
+        if (ranks[i] == MPI_UNDEFINED)
+            return -1;
+    return n;
+}
+
+int rma_post(rma_win_t *win, MPI_Group group, int assert)
+{
+    static const char func[] = "MPI_Win_post";
+    int *ranks, n, rc;
+
+    if (assert & ~PSCW_ASSERTS)
+        return rma_err(win, func, MPI_ERR_ASSERT, "assert 0x%x is not valid for post",
+                       (unsigned)assert);
+    if (win->exposure_open)
+        return rma_err(win, func, MPI_ERR_RMA_SYNC, "an exposure epoch is already open");
+    rc = rma_sync_leave_fence(win, func);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    ranks = malloc((size_t)win->nranks * sizeof(*ranks));
+    if (ranks == NULL)
+        return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
+    n = group_ranks(win, group, ranks);
+    if (n < 0) {
+        free(ranks);
+        return rma_err(win, func, MPI_ERR_GROUP, "the group is not a subgroup of the window");
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int i = 0; i < n; i++)
+        atomic_fetch_add_explicit(rma_ctl_post(win->ctl, ranks[i], win->rank), 1,
+                                  memory_order_release);
+    free(ranks);
+    win->complete_expected += (uint64_t)n;
+    win->exposure_open = 1;
+    return MPI_SUCCESS;
+}
+
+int rma_start(rma_win_t *win, MPI_Group group, int assert)
+{
+    static const char func[] = "MPI_Win_start";
+    int n, rc;
+
+    if (assert & ~MPI_MODE_NOCHECK)
+        return rma_err(win, func, MPI_ERR_ASSERT, "assert 0x%x is not valid for start",
+                       (unsigned)assert);
+    if (win->epoch != RMA_EPOCH_NONE && win->epoch != RMA_EPOCH_FENCE)
+        return rma_err(win, func, MPI_ERR_RMA_SYNC, "an access epoch is already open");
+    rc = rma_sync_leave_fence(win, func);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    n = group_ranks(win, group, win->start_ranks);
+    if (n < 0)
+        return rma_err(win, func, MPI_ERR_GROUP, "the group is not a subgroup of the window");
+    for (int i = 0; i < n; i++) {
+        int t = win->start_ranks[i];
+        if (!(assert & MPI_MODE_NOCHECK)) {
+            _Atomic uint32_t *p = rma_ctl_post(win->ctl, win->rank, t);
+            rma_backoff_t bo = RMA_BACKOFF_INIT;
+            while ((int32_t)(atomic_load_explicit(p, memory_order_acquire) -
+                             win->post_seen[t]) <= 0)
+                rma_backoff(&bo);
+            win->post_seen[t]++;
+        }
+        win->targets[t].access = 1;
+    }
+    win->nstart = n;
+    win->epoch = RMA_EPOCH_PSCW;
+    return MPI_SUCCESS;
+}
+
+int rma_complete(rma_win_t *win)
+{
+    if (win->epoch != RMA_EPOCH_PSCW)
+        return rma_err(win, "MPI_Win_complete", MPI_ERR_RMA_SYNC,
+                       "no access epoch was opened with MPI_Win_start");
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int i = 0; i < win->nstart; i++) {
+        int t = win->start_ranks[i];
+        atomic_fetch_add_explicit(&rma_ctl_rank(win->ctl, t)->complete_cnt, 1,
+                                  memory_order_release);
+        win->targets[t].access = 0;
+    }
+    win->nstart = 0;
+    win->epoch = RMA_EPOCH_NONE;
+    return MPI_SUCCESS;
+}
+
+static int exposure_done(rma_win_t *win)
+{
+    return atomic_load_explicit(&rma_ctl_rank(win->ctl, win->rank)->complete_cnt,
+                                memory_order_acquire) >= win->complete_expected;
+}
+
+int rma_wait(rma_win_t *win)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    if (!win->exposure_open)
+        return rma_err(win, "MPI_Win_wait", MPI_ERR_RMA_SYNC,
+                       "no exposure epoch was opened with MPI_Win_post");
+    while (!exposure_done(win))
+        rma_backoff(&bo);
+    win->exposure_open = 0;
+    return MPI_SUCCESS;
+}
+
+int rma_test(rma_win_t *win, int *flag)
+{
+    if (!win->exposure_open)
+        return rma_err(win, "MPI_Win_test", MPI_ERR_RMA_SYNC,
+                       "no exposure epoch was opened with MPI_Win_post");
+    *flag = exposure_done(win);
+    if (*flag)
+        win->exposure_open = 0;
+    return MPI_SUCCESS;
+}

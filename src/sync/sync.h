@@ -1,0 +1,65 @@
+/*
+ * sync.h - epochs: fence, post/start/complete/wait/test, lock/unlock(_all), flush, sync.
+ *
+ * Operations on same-node targets complete when the call that issued them returns (they
+ * are loads, stores and process_vm_* calls), so completing an epoch is a memory fence plus
+ * telling the peers; the flushes are memory fences. Every function returns MPI_SUCCESS or
+ * the error code its window's handler produced (the error is raised inside).
+ */
+#ifndef RMA_SYNC_H
+#define RMA_SYNC_H
+
+#include <stdatomic.h>
+
+#include "windows/win.h"
+#include "windows/win_error.h"
+
+int rma_sync_barrier(rma_win_t *win);
+int rma_fence(rma_win_t *win, int assert);
+int rma_post(rma_win_t *win, MPI_Group group, int assert);
+int rma_start(rma_win_t *win, MPI_Group group, int assert);
+int rma_complete(rma_win_t *win);
+int rma_wait(rma_win_t *win);
+int rma_test(rma_win_t *win, int *flag);
+int rma_lock(rma_win_t *win, int lock_type, int rank, int assert);
+int rma_unlock(rma_win_t *win, int rank);
+int rma_lock_all(rma_win_t *win, int assert);
+int rma_unlock_all(rma_win_t *win);
+/* MPI_ERR_RMA_SYNC (raised) when the window is inside an epoch MPI_Win_free must not see. */
+int rma_sync_check_free(rma_win_t *win);
+/* Ends a fence epoch that has no operations so that another epoch can open. */
+int rma_sync_leave_fence(rma_win_t *win, const char *func);
+
+/* Out of line: why a flush was refused (rank RMA_FLUSH_ALL for the _all forms). */
+#define RMA_FLUSH_ALL (-0x7fff)
+int rma_flush_error(rma_win_t *win, int rank, const char *func);
+
+/* MPI_Win_flush(_local): all operations to `rank` are complete (locally and at the target)
+ * once the preceding stores are globally ordered. */
+static inline int rma_flush(rma_win_t *win, int rank, const char *func)
+{
+    if (rma_unlikely((unsigned)rank >= (unsigned)win->nranks ||
+                     !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type)))
+        return rma_flush_error(win, rank, func);
+    atomic_thread_fence(memory_order_seq_cst);
+    return MPI_SUCCESS;
+}
+
+/* MPI_Win_flush_all / flush_local_all. */
+static inline int rma_flush_all(rma_win_t *win, const char *func)
+{
+    if (rma_unlikely(win->epoch != RMA_EPOCH_LOCK_ALL && win->epoch != RMA_EPOCH_LOCK))
+        return rma_flush_error(win, RMA_FLUSH_ALL, func);
+    atomic_thread_fence(memory_order_seq_cst);
+    return MPI_SUCCESS;
+}
+
+/* MPI_Win_sync: public and private copies agree (one copy in the unified model). */
+static inline int rma_win_sync(rma_win_t *win)
+{
+    (void)win;
+    atomic_thread_fence(memory_order_seq_cst);
+    return MPI_SUCCESS;
+}
+
+#endif

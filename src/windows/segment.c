@@ -1,0 +1,165 @@
+/*
+ * segment.c - memfd segments and mapping them from peers with pidfd_getfd.
+ */
+#define _GNU_SOURCE
+#include "windows/segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+/* pidfds of peers, opened once per peer process */
+typedef struct pidfd_ent {
+    pid_t pid;
+    int fd;
+} pidfd_ent_t;
+
+static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pidfd_ent_t *pidfds;
+static int npidfds, pidfds_cap;
+static _Atomic uint64_t next_seg_id = 1;
+static int sharing_state = -1;
+
+size_t rma_page_size(void)
+{
+    static size_t page;
+    if (page == 0)
+        page = (size_t)sysconf(_SC_PAGESIZE);
+    return page;
+}
+
+uint64_t rma_seg_new_id(void)
+{
+    return next_seg_id++;
+}
+
+int rma_seg_create(size_t len, void *fixed, void **addr_p, int *fd_p)
+{
+    size_t page = rma_page_size();
+    void *addr;
+    int fd, err;
+
+    len = (len + page - 1) & ~(page - 1);
+    if (len == 0)
+        len = page;
+    fd = memfd_create("librma", MFD_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (ftruncate(fd, (off_t)len) != 0) {
+        err = -errno;
+        goto err_close;
+    }
+    addr = mmap(fixed, len, PROT_READ | PROT_WRITE, MAP_SHARED | (fixed ? MAP_FIXED : 0), fd, 0);
+    if (addr == MAP_FAILED) {
+        err = -errno;
+        goto err_close;
+    }
+    *addr_p = addr;
+    *fd_p = fd;
+    return 0;
+
+err_close:
+    close(fd);
+    return err;
+}
+
+/* pidfd of process pid, opened on first use. -1 with errno set on failure. */
+static int pidfd_of(pid_t pid)
+{
+    int i, fd;
+
+    for (i = 0; i < npidfds; i++)
+        if (pidfds[i].pid == pid)
+            return pidfds[i].fd;
+    fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0)
+        return -1;
+    if (npidfds == pidfds_cap) {
+        int cap = pidfds_cap ? 2 * pidfds_cap : 16;
+        pidfd_ent_t *p = realloc(pidfds, (size_t)cap * sizeof(*p));
+        if (p == NULL) {
+            close(fd);
+            errno = ENOMEM;
+            return -1;
+        }
+        pidfds = p;
+        pidfds_cap = cap;
+    }
+    pidfds[npidfds].pid = pid;
+    pidfds[npidfds].fd = fd;
+    npidfds++;
+    return fd;
+}
+
+void *rma_seg_attach(const rma_seg_desc_t *desc)
+{
+    void *addr = NULL;
+    int pidfd, fd;
+
+    pthread_mutex_lock(&seg_lock);
+    pidfd = pidfd_of(desc->pid);
+    pthread_mutex_unlock(&seg_lock);
+    if (pidfd < 0)
+        return NULL;
+    fd = (int)syscall(SYS_pidfd_getfd, pidfd, desc->fd, 0);
+    if (fd < 0)
+        return NULL;
+    addr = mmap(NULL, desc->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return addr == MAP_FAILED ? NULL : addr;
+}
+
+void rma_seg_detach(void *addr, size_t len)
+{
+    if (addr != NULL && len != 0)
+        munmap(addr, len);
+}
+
+int rma_seg_sharing_works(void)
+{
+    void *addr;
+    int fd, pidfd, dup_fd;
+
+    if (sharing_state >= 0)
+        return sharing_state;
+    sharing_state = 0;
+    if (rma_seg_create(rma_page_size(), NULL, &addr, &fd) != 0)
+        return 0;
+    pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    if (pidfd >= 0) {
+        dup_fd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+        if (dup_fd >= 0) {
+            sharing_state = 1;
+            close(dup_fd);
+        }
+        close(pidfd);
+    }
+    munmap(addr, rma_page_size());
+    close(fd);
+    return sharing_state;
+}
+
+void rma_seg_finalize(void)
+{
+    int i;
+
+    pthread_mutex_lock(&seg_lock);
+    for (i = 0; i < npidfds; i++)
+        close(pidfds[i].fd);
+    free(pidfds);
+    pidfds = NULL;
+    npidfds = pidfds_cap = 0;
+    pthread_mutex_unlock(&seg_lock);
+}

@@ -1,0 +1,47 @@
+/*
+ * segment.h - shared memory segments that peers on the node can map.
+ *
+ * A segment is an anonymous memory file (memfd): it never has a name in the file system,
+ * so nothing can be left in /dev/shm, even when a process crashes. A peer maps it by
+ * duplicating the owner's descriptor with pidfd_getfd(2) (the same permission CMA needs),
+ * so a segment can be mapped lazily long after it was created (dynamic windows,
+ * MPI_Alloc_mem memory).
+ */
+#ifndef RMA_SEGMENT_H
+#define RMA_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What a peer needs to map a segment. */
+typedef struct rma_seg_desc {
+    int32_t  pid;
+    int32_t  fd;
+    uint64_t len;
+    uint64_t seg_id;
+} rma_seg_desc_t;
+
+/* Creates a segment of len bytes (rounded up to pages), mapped at `fixed` if not NULL
+ * (replacing what was there) or anywhere. On success *addr_p and *fd_p are set and 0 is returned;
+ * otherwise -errno and nothing is left behind. */
+int rma_seg_create(size_t len, void *fixed, void **addr_p, int *fd_p);
+
+/* Maps a peer's segment read-write. Returns the address, or NULL (errno set). */
+void *rma_seg_attach(const rma_seg_desc_t *desc);
+
+/* Unmaps a mapping made by rma_seg_create or rma_seg_attach. */
+void rma_seg_detach(void *addr, size_t len);
+
+/* 1 when peers' segments can be mapped (pidfd_getfd works here), else 0. Cached. */
+int rma_seg_sharing_works(void);
+
+/* A new process-unique segment id (never 0). */
+uint64_t rma_seg_new_id(void);
+
+/* Closes every cached pidfd (MPI_Finalize). */
+void rma_seg_finalize(void);
+
+size_t rma_page_size(void);
+
+#endif

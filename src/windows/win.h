@@ -1,0 +1,238 @@
+/*
+ * win.h - the window object, its handle table and the shared control segment.
+ *
+ * A window is known to the application by an integer handle (MPI_Win is an int in the
+ * MPICH ABI) that librma hands out and MPICH never sees. Each rank holds an rma_win_t with
+ * one rma_target_t per rank of the window: where that target's memory is mapped here (the
+ * direct path) or how to reach it otherwise. Synchronization state that peers must see
+ * (lock words, PSCW counters, the fence barrier, dynamic region tables) lives in a control
+ * segment shared by the window's ranks; it stores offsets, never pointers.
+ */
+#ifndef RMA_WIN_H
+#define RMA_WIN_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RMA_CACHE_LINE 64
+#define rma_likely(x) __builtin_expect(!!(x), 1)
+#define rma_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Handles: a tag in the top byte, the table index below. MPI_WIN_NULL (0x20000000) and
+ * MPICH's own window handles (kind 0x9 in bits 26-29) never carry this tag. */
+#define RMA_WIN_HANDLE_TAG  0x5a000000
+#define RMA_WIN_HANDLE_MASK 0xff000000
+#define RMA_WIN_INDEX_MASK  0x00ffffff
+
+/* ------------------------------------------------------------------ control segment */
+
+#define RMA_CTL_MAGIC   0x726d61636c74726cULL /* "rmacltrl" */
+#define RMA_CTL_VERSION 1
+#define RMA_ACC_NLOCKS  256 /* accumulate lock stripes per window (see doc/atomicity.md) */
+
+/* Lock word of one target: bit 63 = held exclusive, low bits = shared holders. */
+#define RMA_LOCK_EXCL (UINT64_C(1) << 63)
+
+/* Per-rank synchronization state, one cache line each concept. */
+typedef struct rma_ctl_rank {
+    _Atomic uint64_t lock;          /* passive target lock word of this rank */
+    char pad0[RMA_CACHE_LINE - 8];
+    _Atomic uint64_t complete_cnt;  /* PSCW: MPI_Win_complete calls received as a target */
+    char pad1[RMA_CACHE_LINE - 8];
+    _Atomic uint64_t dyn_seq;       /* dynamic windows: seqlock over this rank's region table */
+    _Atomic uint32_t dyn_count;     /* regions in the table */
+    uint32_t pid;                   /* process id (for CMA and segment sharing) */
+    char pad2[RMA_CACHE_LINE - 16];
+} rma_ctl_rank_t;
+
+_Static_assert(sizeof(rma_ctl_rank_t) == 3 * RMA_CACHE_LINE, "ctl rank is 3 cache lines");
+
+/* One region attached to a dynamic window, as published to the peers. */
+typedef struct rma_dyn_region {
+    uint64_t base;      /* address in the owner's address space */
+    uint64_t len;
+    uint64_t seg_id;    /* unique id of the shared segment holding it, 0 when not shared */
+    uint64_t seg_base;  /* owner's address of the segment's first byte */
+    uint64_t seg_len;
+    int32_t  seg_fd;    /* the segment's descriptor in the owner (for pidfd_getfd) */
+    int32_t  pad;
+} rma_dyn_region_t;
+
+typedef struct rma_ctl {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t nranks;
+    uint64_t ranks_off;         /* rma_ctl_rank_t[nranks] */
+    uint64_t post_off;          /* _Atomic uint32_t post[origin][target] */
+    uint64_t dyn_off;           /* rma_dyn_region_t[nranks][dyn_max] */
+    uint64_t acc_off;           /* _Atomic uint32_t [RMA_ACC_NLOCKS], one per cache line */
+    uint32_t dyn_max;
+    uint32_t pad;
+    char pad0[RMA_CACHE_LINE - 56];
+    _Atomic uint64_t bar_count; /* fence barrier: arrivals in this round */
+    char pad1[RMA_CACHE_LINE - 8];
+    _Atomic uint64_t bar_round; /* fence barrier: completed rounds */
+    char pad2[RMA_CACHE_LINE - 8];
+} rma_ctl_t;
+
+_Static_assert(sizeof(rma_ctl_t) == 3 * RMA_CACHE_LINE, "ctl header is 3 cache lines");
+
+static inline rma_ctl_rank_t *rma_ctl_rank(rma_ctl_t *ctl, int rank)
+{
+    return (rma_ctl_rank_t *)((char *)ctl + ctl->ranks_off) + rank;
+}
+
+static inline _Atomic uint32_t *rma_ctl_post(rma_ctl_t *ctl, int origin, int target)
+{
+    return (_Atomic uint32_t *)((char *)ctl + ctl->post_off) + (size_t)origin * ctl->nranks +
+           target;
+}
+
+static inline rma_dyn_region_t *rma_ctl_dyn(rma_ctl_t *ctl, int rank)
+{
+    return (rma_dyn_region_t *)((char *)ctl + ctl->dyn_off) + (size_t)rank * ctl->dyn_max;
+}
+
+/* ------------------------------------------------------------------ window object */
+
+/* Epoch states of the window as a whole (passive target locks are tracked per target). */
+enum {
+    RMA_EPOCH_NONE = 0,
+    RMA_EPOCH_FENCE,     /* after a fence without MPI_MODE_NOSUCCEED */
+    RMA_EPOCH_PSCW,      /* access epoch opened by MPI_Win_start */
+    RMA_EPOCH_LOCK,      /* one or more MPI_Win_lock held */
+    RMA_EPOCH_LOCK_ALL,  /* MPI_Win_lock_all held */
+};
+
+/* A shared segment of a peer mapped here (dynamic windows cache these). */
+typedef struct rma_peer_seg {
+    uint64_t seg_id;
+    uintptr_t remote_base;
+    size_t len;
+    char *local;
+} rma_peer_seg_t;
+
+/* What this process knows about one target rank of the window. Hot fields first. */
+typedef struct rma_target {
+    uintptr_t remote_base;  /* target's address of its window base (0 for dynamic) */
+    MPI_Aint  size;         /* target window size in bytes */
+    int       disp_unit;
+    uint8_t   access;       /* an access epoch (lock or start) covers this target */
+    uint8_t   lock_type;    /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
+    uint8_t   lock_nocheck; /* lock taken with MPI_MODE_NOCHECK: no lock word held */
+    uint8_t   pad;
+    uintptr_t map_lo;       /* target addresses [map_lo, map_lo + map_len) are mapped ... */
+    size_t    map_len;
+    char     *map_local;    /* ... here, starting at map_local (NULL: nothing mapped) */
+    int       pid;          /* target process (CMA) */
+    int       local;        /* same node */
+    rma_peer_seg_t *segs;   /* dynamic windows: cached mappings of the target's segments */
+    int       nsegs, segs_cap;
+} rma_target_t;
+
+typedef struct rma_attr {
+    int keyval;
+    void *value;
+} rma_attr_t;
+
+typedef struct rma_win_info {
+    int no_locks;
+    int same_size;
+    int same_disp_unit;
+    int alloc_shared_noncontig;
+    char accumulate_ordering[64];
+    char accumulate_ops[32];
+} rma_win_info_t;
+
+typedef struct rma_win {
+    /* hot: checked by every operation */
+    int           epoch;        /* RMA_EPOCH_* */
+    int           all_access;   /* fence or lock_all epoch: every target is accessible */
+    int           ops_in_fence; /* an operation was issued since the last fence */
+    int           flavor;       /* MPI_WIN_FLAVOR_* */
+    rma_target_t *targets;
+    rma_ctl_t    *ctl;
+    int           rank, nranks;
+
+    MPI_Win       handle;
+    MPI_Comm      comm;         /* private duplicate of the creating communicator */
+    MPI_Group     group;        /* group of comm, for PSCW rank translation */
+    void         *base;
+    MPI_Aint      size;
+    int           disp_unit;
+    int           model;        /* MPI_WIN_UNIFIED */
+
+    /* memory this rank owns for the window */
+    void         *seg;          /* control segment mapping (+ data for allocate flavors) */
+    size_t        seg_len;
+    struct rma_memreg *expose;  /* create flavor: registered region holding base, or NULL */
+    void        **dyn_regs;     /* dynamic flavor: rma_memreg of each attached slot */
+
+    /* PSCW state */
+    int          *start_ranks;  /* window ranks of the open access group */
+    int           nstart;
+    uint32_t     *post_seen;    /* posts consumed from each target */
+    uint64_t      complete_expected; /* completes to wait for as a target */
+    int           exposure_open;
+    int           nlocks;       /* targets locked with MPI_Win_lock */
+
+    /* attributes, name, error handler, info */
+    MPI_Errhandler errhandler;
+    char          name[MPI_MAX_OBJECT_NAME];
+    rma_attr_t   *attrs;
+    int           nattrs, attrs_cap;
+    rma_win_info_t info;
+    int           attr_flavor, attr_model, attr_disp_unit; /* storage for predefined attrs */
+    MPI_Aint      attr_size;
+} rma_win_t;
+
+/* ------------------------------------------------------------------ handle table */
+
+extern rma_win_t **rma_win_table;
+extern unsigned rma_win_table_size;
+
+/* The window behind `handle`, or NULL when it is not a live librma window. */
+static inline rma_win_t *rma_win_lookup(MPI_Win handle)
+{
+    unsigned idx = (unsigned)handle & RMA_WIN_INDEX_MASK;
+    if (rma_unlikely(((unsigned)handle & RMA_WIN_HANDLE_MASK) != RMA_WIN_HANDLE_TAG ||
+                     idx >= rma_win_table_size))
+        return NULL;
+    return rma_win_table[idx];
+}
+
+/* Allocates a zeroed window and its handle. NULL on allocation failure. */
+rma_win_t *rma_win_new(void);
+
+/* Releases the handle and the object (not the memory the window owns). */
+void rma_win_delete(rma_win_t *win);
+
+/* Number of live windows (for MPI_Finalize diagnostics). */
+int rma_win_count(void);
+
+/* ------------------------------------------------------------------ flavors (win_flavor.c) */
+
+/* Collective over comm. Each returns MPI_SUCCESS or an MPI error class; on error nothing is
+ * left allocated and *win_p is untouched. */
+int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                   rma_win_t **win_p);
+int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, int shared,
+                     void *baseptr, rma_win_t **win_p);
+int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p);
+/* Collective; frees everything the window owns. */
+int rma_win_free(rma_win_t *win);
+
+/* Dynamic windows (win_dynamic.c). */
+int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size);
+int rma_win_detach(rma_win_t *win, const void *base);
+/* Resolves [addr, addr+len) at a dynamic-window target: *local_p is where it is mapped here,
+ * or NULL when it must go through CMA. MPI_SUCCESS or MPI_ERR_RMA_RANGE. */
+int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len,
+                        char **local_p);
+
+/* Parses info keys into win->info (defaults first). */
+void rma_win_info_parse(rma_win_t *win, MPI_Info info);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * win_error.h - raising MPI errors on a window through its error handler.
+ *
+ * An error is decided and reported once, where it is found: the caller names the MPI call
+ * and the reason; the window's handler decides what happens (MPI_ERRORS_RETURN returns the
+ * class, MPI_ERRORS_ARE_FATAL / MPI_ERRORS_ABORT print the message and abort, a user
+ * handler is called). Calls without a valid window raise on MPI_COMM_WORLD's handler.
+ */
+#ifndef RMA_WIN_ERROR_H
+#define RMA_WIN_ERROR_H
+
+#include <mpi.h>
+
+#include "windows/win.h"
+
+/* Raises errclass on win (NULL: no window) for MPI call `func`. Returns the error code the
+ * handler leaves for the caller to return. */
+int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5), cold, noinline));
+
+/* User error handler registry: MPI_Win_create_errhandler keeps the function here. */
+int rma_errh_register(MPI_Errhandler eh, MPI_Win_errhandler_function *fn);
+/* 1 if eh may be set on a window (predefined or created by MPI_Win_create_errhandler). */
+int rma_errh_valid(MPI_Errhandler eh);
+/* Reference counting mirrors MPI's: +1 per window using it and per MPI_Win_get_errhandler. */
+void rma_errh_ref(MPI_Errhandler eh);
+/* Drops one reference; returns 1 when the handler is a registered one (0: not ours). */
+int rma_errh_unref(MPI_Errhandler eh);
+/* Calls the window's handler with code; returns what MPI_Win_call_errhandler returns. */
+int rma_errh_call(rma_win_t *win, int code);
+
+#endif
