@@ -7,6 +7,7 @@
  * MPI_Win_complete calls aimed at it; wait/test compare it with the number of origins its
  * posts named. All counters only grow, so epochs match in order without resets.
  */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "sync/sync.h"
@@ -145,5 +146,7 @@ int rma_test(rma_win_t *win, int *flag)
     *flag = exposure_done(win);
     if (*flag)
         win->exposure_open = 0;
+    else
+        sched_yield(); /* callers poll in a loop: let the origins we wait for run */
     return MPI_SUCCESS;
 }

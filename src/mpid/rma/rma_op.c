@@ -24,9 +24,9 @@ typedef struct xfer {
     uintptr_t map_lo, map_hi; /* target addresses mapped here */
     char *map_local;
     int pid;
-    struct iovec liov[1024], riov[1024];
     int niov, max_iov;
     int err;                /* -errno of a failed transport call */
+    struct iovec liov[1024], riov[1024]; /* not zeroed: filled up to niov */
 } xfer_t;
 
 static int xfer_flush(xfer_t *x)
