@@ -3,7 +3,7 @@
  * li_nprocs, li_pid, li_register, li_init (before or, with --late-init, after
  * li_commit), li_commit, li_put, li_get, li_sync, li_barrier, li_deregister,
  * li_end. Checks memory contents after every superstep.
- * Run: mpiexec -n 2|4 test_label_single [--late-init]
+ * Run: mpiexec -n 2|4 test_label_single [--late-init]   (or env LT_LATE_INIT=1)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,7 +17,9 @@
 
 int main(int argc, char **argv)
 {
-    int late_init = argc > 1 && strcmp(argv[1], "--late-init") == 0;
+    const char *env = getenv("LT_LATE_INIT");
+    int late_init = (argc > 1 && strcmp(argv[1], "--late-init") == 0)
+                    || (env != NULL && strcmp(env, "1") == 0);
     static int a[NA];
     static double b[NB];
     static int64_t d[ND];
