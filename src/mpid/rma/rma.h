@@ -20,6 +20,26 @@
 
 enum { RMA_PUT = 0, RMA_GET = 1 };
 
+struct rma_dtl;
+
+/* Where a target buffer is: `local` when all of it is mapped here (NULL otherwise); taddr is
+ * its address in the target process; [map_lo, map_hi) target addresses are mapped at
+ * map_local (pieces there may still be copied directly); pid for the transport. */
+typedef struct rma_tspan {
+    char *local;
+    uintptr_t taddr;
+    uintptr_t map_lo, map_hi;
+    char *map_local;
+    int pid;
+} rma_tspan_t;
+
+/* Checks rank, access epoch and that `tcount` elements of layout `td` at displacement
+ * `tdisp` lie inside the target window (or an attached region), and says where they are.
+ * MPI_SUCCESS, or the error raised on the window (MPI_ERR_RANK, MPI_ERR_RMA_SYNC,
+ * MPI_ERR_RMA_RANGE). The caller handles MPI_PROC_NULL first. */
+int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const struct rma_dtl *td,
+                       MPI_Aint tcount, rma_tspan_t *out, const char *func);
+
 /* General Put/Get: validates everything, raises errors on the window. */
 int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
                   int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,

@@ -70,21 +70,68 @@ static const char *kind_name(int kind)
     return kind == RMA_PUT ? "origin" : "result";
 }
 
+int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_t *td,
+                       MPI_Aint tcount, rma_tspan_t *out, const char *func)
+{
+    MPI_Aint lo, hi, off;
+    rma_target_t *tg;
+
+    if ((unsigned)trank >= (unsigned)win->nranks)
+        return rma_err(win, func, MPI_ERR_RANK, "target rank %d is not in the window's group "
+                       "of %d", trank, win->nranks);
+    tg = &win->targets[trank];
+    if (!(win->all_access | tg->access))
+        return rma_err(win, func, MPI_ERR_RMA_SYNC, "no access epoch is open to rank %d (use "
+                       "a fence, MPI_Win_start or a lock first)", trank);
+    rma_dtl_span(td, tcount, &lo, &hi);
+    memset(out, 0, sizeof(*out));
+    out->pid = tg->pid;
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        char *local = NULL;
+        if (hi > lo && (tdisp + lo < 0 ||
+            rma_win_dyn_resolve(win, trank, (uintptr_t)(tdisp + lo), (size_t)(hi - lo),
+                                &local) != MPI_SUCCESS))
+            return rma_err(win, func, MPI_ERR_RMA_RANGE, "no region attached at rank %d holds "
+                           "the target bytes [0x%lx, 0x%lx)", trank, (unsigned long)(tdisp + lo),
+                           (unsigned long)(tdisp + hi));
+        out->taddr = (uintptr_t)tdisp;
+        if (local != NULL) {
+            out->local = local - lo;
+            out->map_lo = (uintptr_t)(tdisp + lo);
+            out->map_hi = (uintptr_t)(tdisp + hi);
+            out->map_local = local;
+        }
+        return MPI_SUCCESS;
+    }
+    if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) ||
+        off + lo < 0 || off > LONG_MAX - hi || off + hi > tg->size)
+        return rma_err(win, func, MPI_ERR_RMA_RANGE, "target displacement %ld (disp_unit "
+                       "%d) with datatype bytes [%ld, %ld) lies outside the %ld-byte "
+                       "window of rank %d", (long)tdisp, tg->disp_unit, (long)lo, (long)hi,
+                       (long)tg->size, trank);
+    out->taddr = tg->remote_base + (uintptr_t)off;
+    if (tg->map_local != NULL) {
+        out->map_lo = tg->map_lo;
+        out->map_hi = tg->map_lo + tg->map_len;
+        out->map_local = tg->map_local;
+        if (out->taddr + (uintptr_t)lo >= out->map_lo && out->taddr + (uintptr_t)hi <= out->map_hi)
+            out->local = tg->map_local + (out->taddr - tg->map_lo);
+    }
+    return MPI_SUCCESS;
+}
+
 int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
                   int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,
                   const char *func)
 {
     const rma_dtl_t *od, *td;
-    MPI_Aint obytes, tbytes, lo, hi, off;
-    rma_target_t *tg;
+    MPI_Aint obytes, tbytes;
+    rma_tspan_t span;
     xfer_t x;
     int rc;
 
     if (trank == MPI_PROC_NULL)
         return MPI_SUCCESS;
-    if ((unsigned)trank >= (unsigned)win->nranks)
-        return rma_err(win, func, MPI_ERR_RANK, "target rank %d is not in the window's group "
-                       "of %d", trank, win->nranks);
     if (ocount < 0 || tcount < 0)
         return rma_err(win, func, MPI_ERR_COUNT, "negative count (origin %ld, target %ld)",
                        (long)ocount, (long)tcount);
@@ -92,13 +139,12 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         return rma_err(win, func, MPI_ERR_TYPE, "the origin datatype is not a valid datatype");
     if (rma_dtl_get(ttype, &td) != MPI_SUCCESS)
         return rma_err(win, func, MPI_ERR_TYPE, "the target datatype is not a valid datatype");
-    tg = &win->targets[trank];
-    if (!(win->all_access | tg->access))
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "no access epoch is open to rank %d (use "
-                       "a fence, MPI_Win_start or a lock first)", trank);
     if (__builtin_mul_overflow(ocount, od->size, &obytes) ||
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
+    rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (obytes != tbytes)
         return rma_err(win, func, MPI_ERR_TYPE, "the %s buffer holds %ld bytes but the target "
                        "buffer %ld: the type signatures differ", kind_name(kind), (long)obytes,
@@ -106,52 +152,24 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     win->ops_in_fence = 1;
     if (tbytes == 0)
         return MPI_SUCCESS;
-    rma_dtl_span(td, tcount, &lo, &hi);
 
+    /* the whole target span is mapped: copy without the transport */
+    if (span.local != NULL) {
+        if (kind == RMA_PUT)
+            rma_dtl_copy(span.local, td, tcount, origin, od, ocount);
+        else
+            rma_dtl_copy(origin, od, ocount, span.local, td, tcount);
+        return MPI_SUCCESS;
+    }
     memset(&x, 0, offsetof(xfer_t, liov));
     x.kind = kind;
     x.origin = origin;
-    x.pid = tg->pid;
+    x.pid = span.pid;
     x.max_iov = (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024);
-    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        char *local;
-        if (tdisp + lo < 0 ||
-            rma_win_dyn_resolve(win, trank, (uintptr_t)(tdisp + lo), (size_t)(hi - lo),
-                                &local) != MPI_SUCCESS)
-            return rma_err(win, func, MPI_ERR_RMA_RANGE, "no region attached at rank %d holds "
-                           "the target bytes [0x%lx, 0x%lx)", trank, (unsigned long)(tdisp + lo),
-                           (unsigned long)(tdisp + hi));
-        x.target = (uintptr_t)tdisp;
-        if (local != NULL) {
-            x.map_lo = (uintptr_t)(tdisp + lo);
-            x.map_hi = (uintptr_t)(tdisp + hi);
-            x.map_local = local;
-        }
-    } else {
-        if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) ||
-            off + lo < 0 || off > LONG_MAX - hi || off + hi > tg->size)
-            return rma_err(win, func, MPI_ERR_RMA_RANGE, "target displacement %ld (disp_unit "
-                           "%d) with datatype bytes [%ld, %ld) lies outside the %ld-byte "
-                           "window of rank %d", (long)tdisp, tg->disp_unit, (long)lo, (long)hi,
-                           (long)tg->size, trank);
-        x.target = tg->remote_base + (uintptr_t)off;
-        if (tg->map_local != NULL) {
-            x.map_lo = tg->map_lo;
-            x.map_hi = tg->map_lo + tg->map_len;
-            x.map_local = tg->map_local;
-        }
-    }
-
-    /* the whole target span is mapped: copy without the transport */
-    if (x.map_local != NULL && x.target + (uintptr_t)lo >= x.map_lo &&
-        x.target + (uintptr_t)hi <= x.map_hi) {
-        char *t = x.map_local + (x.target - x.map_lo);
-        if (kind == RMA_PUT)
-            rma_dtl_copy(t, td, tcount, origin, od, ocount);
-        else
-            rma_dtl_copy(origin, od, ocount, t, td, tcount);
-        return MPI_SUCCESS;
-    }
+    x.target = span.taddr;
+    x.map_lo = span.map_lo;
+    x.map_hi = span.map_hi;
+    x.map_local = span.map_local;
     rc = rma_dtl_walk_pairs(td, tcount, od, ocount, xfer_piece, &x);
     if (rc == 0)
         xfer_flush(&x);
@@ -159,7 +177,7 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
     if (x.err != 0)
         return rma_err(win, func, MPI_ERR_OTHER, "cross-memory %s of rank %d (pid %d) failed: "
-                       "%s", kind == RMA_PUT ? "write to" : "read from", trank, tg->pid,
+                       "%s", kind == RMA_PUT ? "write to" : "read from", trank, span.pid,
                        strerror(-x.err));
     return MPI_SUCCESS;
 }
