@@ -12,7 +12,7 @@
  * Each round transposes a and multiplies columns (the paper's Fig. 7/8).
  * The product is checked element by element against a serial multiply on
  * rank 0, whose time gives the speedups.
- * Usage: mpiexec -n P mult [-n size] [-v put|get|send|all] [-f single|labeled] [-r reps]
+ * Usage: mpiexec -n P mult [-n size] [-v put|get|send|all] [-f single|labeled] [-r reps=3]
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -137,7 +137,7 @@ static int verify(const double *cser)
 int main(int argc, char **argv)
 {
     const char *variant = "all";
-    int reps = 1, opt, bad = 0;
+    int reps = 3, opt, bad = 0;
     double tser = 0.0;
     double *aser = NULL, *bser = NULL, *cser = NULL, *atser = NULL;
 

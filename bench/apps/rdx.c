@@ -14,7 +14,7 @@
  * keys serially for the speedup. The result is checked: every process sorted,
  * order across process boundaries, and the key multiset (count, sum, sum of
  * squares and xor of a hash, mod 2^64) equal to the input's.
- * Usage: mpiexec -n P rdx [-n keys] [-v put|putopt|send|all] [-f single|labeled] [-r reps]
+ * Usage: mpiexec -n P rdx [-n keys] [-v put|putopt|send|all] [-f single|labeled] [-r reps=3]
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -222,7 +222,7 @@ int main(int argc, char **argv)
 {
     const char *variant = "all";
     size_t n = (size_t)1 << 20;
-    int reps = 1, opt, bad = 0;
+    int reps = 3, opt, bad = 0;
     double tser = 0.0;
     uint64_t fin[4];
 

@@ -1,7 +1,7 @@
 /*
  * label_example.c - the example program of doc/labeled-windows.md: a ring
  * shift with the single-window form and a total exchange with the labeled
- * form. Build: mpicc -Iinclude label_example.c -Lsrc/.libs -lrmalabel
+ * form. Build: mpicc -I$SRC/include label_example.c -L$BUILD/.libs -lrmalabel
  * Run: mpiexec -n 4 ./label_example
  */
 #include <stdio.h>
