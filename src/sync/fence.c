@@ -4,14 +4,29 @@
 #include "sync/sync.h"
 #include "sync/wait.h"
 
-/* Sense-free central barrier on the control segment: the last rank to arrive resets the
- * count and advances the round; the others wait for the round to change. */
+/* Barrier on the control segment. Small groups: every rank publishes its barrier count on
+ * its own cache line and waits until all peers' counts reach it (one store and n-1 reads,
+ * no contended read-modify-write). Large groups: a central counter, whose last arrival
+ * advances the round the others wait on. */
+#define FLAG_BARRIER_MAX 32
+
 int rma_sync_barrier(rma_win_t *win)
 {
     rma_ctl_t *ctl = win->ctl;
-    uint64_t round = atomic_load_explicit(&ctl->bar_round, memory_order_acquire);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
+    uint64_t epoch = ++win->bar_epoch;
 
+    if (win->nranks <= FLAG_BARRIER_MAX) {
+        atomic_store_explicit(&rma_ctl_rank(ctl, win->rank)->bar_epoch, epoch,
+                              memory_order_release);
+        for (int t = 0; t < win->nranks; t++) {
+            _Atomic uint64_t *e = &rma_ctl_rank(ctl, t)->bar_epoch;
+            while (atomic_load_explicit(e, memory_order_acquire) < epoch)
+                rma_backoff(&bo);
+        }
+        return MPI_SUCCESS;
+    }
+    uint64_t round = atomic_load_explicit(&ctl->bar_round, memory_order_acquire);
     if (atomic_fetch_add_explicit(&ctl->bar_count, 1, memory_order_acq_rel) ==
         (uint64_t)win->nranks - 1) {
         atomic_store_explicit(&ctl->bar_count, 0, memory_order_relaxed);

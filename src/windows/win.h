@@ -45,9 +45,11 @@ typedef struct rma_ctl_rank {
     _Atomic uint32_t dyn_count;     /* regions in the table */
     uint32_t pid;                   /* process id (for CMA and segment sharing) */
     char pad2[RMA_CACHE_LINE - 16];
+    _Atomic uint64_t bar_epoch;     /* fence barrier: barriers this rank has entered */
+    char pad3[RMA_CACHE_LINE - 8];
 } rma_ctl_rank_t;
 
-_Static_assert(sizeof(rma_ctl_rank_t) == 3 * RMA_CACHE_LINE, "ctl rank is 3 cache lines");
+_Static_assert(sizeof(rma_ctl_rank_t) == 4 * RMA_CACHE_LINE, "ctl rank is 4 cache lines");
 
 /* One region attached to a dynamic window, as published to the peers. */
 typedef struct rma_dyn_region {
@@ -155,6 +157,7 @@ typedef struct rma_win {
     rma_target_t *targets;
     rma_ctl_t    *ctl;
     int           rank, nranks;
+    uint64_t      bar_epoch;    /* barriers entered on this window */
 
     MPI_Win       handle;
     MPI_Comm      comm;         /* private duplicate of the creating communicator */
