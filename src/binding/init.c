@@ -59,6 +59,16 @@ int MPI_Finalize(void)
     return PMPI_Finalize();
 }
 
+/* Committed derived datatypes are marked so that RMA calls can refuse uncommitted ones
+ * with MPI_ERR_TYPE (MPI has no query for "committed"). */
+int MPI_Type_commit(MPI_Datatype *type)
+{
+    int rc = PMPI_Type_commit(type);
+    if (rc == MPI_SUCCESS)
+        rma_dtl_mark_committed(*type);
+    return rc;
+}
+
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
     void *p;

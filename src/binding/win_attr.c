@@ -238,7 +238,8 @@ int MPI_Win_get_group(MPI_Win handle, MPI_Group *group)
     RMA_WIN_GET(win, handle, "MPI_Win_get_group");
     if (group == NULL)
         return rma_err(win, "MPI_Win_get_group", MPI_ERR_ARG, "group is NULL");
-    return PMPI_Comm_group(win->comm, group);
+    int range[1][3] = {{0, win->nranks - 1, 1}};
+    return PMPI_Group_range_incl(win->group, 1, range, group); /* a new handle to free */
 }
 
 int MPI_Win_set_info(MPI_Win handle, MPI_Info info)

@@ -42,7 +42,7 @@ rma_win_t *rma_win_new(void)
     pthread_mutex_unlock(&win_lock);
     win->errhandler = MPI_ERRORS_ARE_FATAL;
     win->model = MPI_WIN_UNIFIED;
-    win->comm = MPI_COMM_NULL;
+    win->seg_fd = -1;
     win->group = MPI_GROUP_NULL;
     return win;
 }

@@ -99,6 +99,14 @@ static inline rma_dyn_region_t *rma_ctl_dyn(rma_ctl_t *ctl, int rank)
 
 /* ------------------------------------------------------------------ window object */
 
+/* How accumulates reach the window's memory (mpid/rma/acc.c decides on first use):
+ * UNKNOWN not decided yet; ATOMIC every (origin, target) pair is mapped, CPU atomics apply;
+ * LOCKED some pair is reached through CMA, every accumulate takes stripe locks; DYNAMIC
+ * decided per attached region. */
+enum {
+    RMA_ACC_MODE_UNKNOWN = 0, RMA_ACC_MODE_ATOMIC, RMA_ACC_MODE_LOCKED, RMA_ACC_MODE_DYNAMIC
+};
+
 /* Epoch states of the window as a whole (passive target locks are tracked per target). */
 enum {
     RMA_EPOCH_NONE = 0,
@@ -154,13 +162,13 @@ typedef struct rma_win {
     int           all_access;   /* fence or lock_all epoch: every target is accessible */
     int           ops_in_fence; /* an operation was issued since the last fence */
     int           flavor;       /* MPI_WIN_FLAVOR_* */
+    int           acc_mode;     /* accumulate mechanism, RMA_ACC_MODE_* (doc/atomicity.md) */
     rma_target_t *targets;
     rma_ctl_t    *ctl;
     int           rank, nranks;
     uint64_t      bar_epoch;    /* barriers entered on this window */
 
     MPI_Win       handle;
-    MPI_Comm      comm;         /* private duplicate of the creating communicator */
     MPI_Group     group;        /* group of comm, for PSCW rank translation */
     void         *base;
     MPI_Aint      size;
@@ -170,6 +178,7 @@ typedef struct rma_win {
     /* memory this rank owns for the window */
     void         *seg;          /* control segment mapping (+ data for allocate flavors) */
     size_t        seg_len;
+    int           seg_fd;       /* rank 0: the segment's descriptor, open until free */
     struct rma_memreg *expose;  /* create flavor: registered region holding base, or NULL */
     void        **dyn_regs;     /* dynamic flavor: rma_memreg of each attached slot */
 

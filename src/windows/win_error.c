@@ -163,7 +163,7 @@ int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...
         fprintf(stderr, "librma: fatal error in %s%s: %s [%s]\n", func, where, reason,
                 class_name(errclass));
         fflush(stderr);
-        PMPI_Abort(win != NULL && eh == MPI_ERRORS_ABORT ? win->comm : MPI_COMM_WORLD, errclass);
+        PMPI_Abort(MPI_COMM_WORLD, errclass);
         return errclass;
     }
     if (rma_env.verbose)
@@ -182,7 +182,7 @@ int rma_errh_call(rma_win_t *win, int code)
     if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT) {
         fprintf(stderr, "librma: MPI_Win_call_errhandler on window 0x%x: error code %d\n",
                 (unsigned)handle, code);
-        PMPI_Abort(eh == MPI_ERRORS_ABORT ? win->comm : MPI_COMM_WORLD, code);
+        PMPI_Abort(MPI_COMM_WORLD, code);
         return code;
     }
     fn = errh_fn(eh);

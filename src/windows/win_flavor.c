@@ -13,20 +13,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <stdio.h>
+
 #include "mpid/rma/env.h"
+#include "sync/sync.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"
 #include "windows/win.h"
 #include "windows/win_error.h"
 
-/* What each rank tells the others when a window is created. */
+/* What each rank tells the others when a window is created (one allgather). */
 typedef struct rank_info {
+    uint64_t node;       /* identity of the node (hostname + boot id) */
     uint64_t base;       /* window base in the owner's address space */
     uint64_t size;
     int32_t  disp_unit;
     int32_t  pid;
     rma_seg_desc_t seg;  /* create flavor: segment holding the window, fd -1 if none */
     uint64_t seg_base;   /* owner's address of that segment */
+    rma_seg_desc_t ctl;  /* rank 0, create/dynamic flavors: the control segment */
 } rank_info_t;
 
 static size_t round_up(size_t v, size_t a)
@@ -55,33 +60,44 @@ static size_t ctl_layout(rma_ctl_t *hdr, int n, int dyn_max)
     return round_up(off, rma_page_size());
 }
 
-/* Common start of every flavor: private communicator, group, target array. */
+/* A 64-bit identity of this node: processes that share it can share memory. */
+static uint64_t node_identity(void)
+{
+    static uint64_t id;
+    char buf[512] = "";
+    uint64_t h = 1469598103934665603ULL;
+    FILE *f;
+
+    if (id != 0)
+        return id;
+    gethostname(buf, 255);
+    f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        size_t len = strlen(buf);
+        if (fgets(buf + len, (int)(sizeof(buf) - len), f) == NULL)
+            buf[len] = '\0';
+        fclose(f);
+    }
+    for (const char *p = buf; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    id = h ? h : 1;
+    return id;
+}
+
+/* Common start of every flavor: rank, group, target arrays, info. No collective call. */
 static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, const char *func)
 {
-    MPI_Comm node;
-    int node_size, rc;
-
     rma_env_init();
     win->flavor = flavor;
-    rc = PMPI_Comm_dup(comm, &win->comm);
-    if (rc != MPI_SUCCESS)
+    if (comm == MPI_COMM_NULL || PMPI_Comm_rank(comm, &win->rank) != MPI_SUCCESS)
         return rma_err(NULL, func, MPI_ERR_COMM, "invalid communicator");
-    PMPI_Comm_rank(win->comm, &win->rank);
-    PMPI_Comm_size(win->comm, &win->nranks);
-    PMPI_Comm_group(win->comm, &win->group);
+    PMPI_Comm_size(comm, &win->nranks);
+    PMPI_Comm_group(comm, &win->group);
     rma_win_info_parse(win, info);
     if (rma_env.netmod_only)
         return rma_err(NULL, func, MPI_ERR_OTHER,
                        "RMA_NETMOD_ONLY=1 asks for the network transport, and this build of "
                        "librma has only the shared-memory transport");
-    PMPI_Comm_split_type(win->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    PMPI_Comm_size(node, &node_size);
-    PMPI_Comm_free(&node);
-    if (node_size != win->nranks)
-        return rma_err(NULL, func, MPI_ERR_OTHER,
-                       "the communicator spans %d ranks but only %d share this node; this "
-                       "build of librma has only the shared-memory transport",
-                       win->nranks, node_size);
     win->targets = calloc((size_t)win->nranks, sizeof(*win->targets));
     win->post_seen = calloc((size_t)win->nranks, sizeof(*win->post_seen));
     win->start_ranks = calloc((size_t)win->nranks, sizeof(*win->start_ranks));
@@ -90,49 +106,71 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     return MPI_SUCCESS;
 }
 
-/* Rank 0 creates the control segment (plus `data_len` bytes of window data after it) and
- * every rank maps it. Returns MPI_SUCCESS or an error class (already raised). */
-static int win_map_ctl(rma_win_t *win, size_t data_len, int dyn_max, size_t *ctl_len_p,
-                       const char *func)
+/* Gathers every rank's rank_info over comm into *all_p and checks that all share a node. */
+static int win_exchange(rma_win_t *win, MPI_Comm comm, rank_info_t *me, rank_info_t **all_p,
+                        const char *func)
+{
+    rank_info_t *all = malloc((size_t)win->nranks * sizeof(*all));
+    int remote = 0;
+
+    if (all == NULL)
+        return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
+    me->node = node_identity();
+    me->pid = getpid();
+    PMPI_Allgather(me, sizeof(*me), MPI_BYTE, all, sizeof(*me), MPI_BYTE, comm);
+    for (int t = 0; t < win->nranks; t++) {
+        remote += all[t].node != me->node;
+        win->targets[t].pid = all[t].pid;
+        win->targets[t].local = all[t].node == me->node;
+    }
+    if (remote > 0) {
+        free(all);
+        return rma_err(NULL, func, MPI_ERR_OTHER,
+                       "%d of the communicator's %d ranks are on other nodes; this build of "
+                       "librma has only the shared-memory transport", remote, win->nranks);
+    }
+    *all_p = all;
+    return MPI_SUCCESS;
+}
+
+/* Rank 0: creates the control segment with `data_len` bytes of window data after it. */
+static int win_ctl_create(rma_win_t *win, size_t data_len, int dyn_max, rma_seg_desc_t *desc,
+                          const char *func)
 {
     rma_ctl_t hdr;
     size_t ctl_len = ctl_layout(&hdr, win->nranks, dyn_max);
-    rma_seg_desc_t desc = {0};
-    void *addr = NULL;
-    int fd = -1, rc = 0, ok;
+    void *addr;
+    int fd, rc;
 
-    if (win->rank == 0) {
-        rc = rma_seg_create(ctl_len + data_len, NULL, &addr, &fd);
-        if (rc == 0) {
-            memcpy(addr, &hdr, sizeof(hdr));
-            desc.pid = getpid();
-            desc.fd = fd;
-            desc.len = round_up(ctl_len + data_len, rma_page_size());
-        }
-    }
-    PMPI_Bcast(&desc, sizeof(desc), MPI_BYTE, 0, win->comm);
-    if (desc.len == 0)
-        return rma_err(NULL, func, MPI_ERR_NO_MEM,
-                       "cannot create a %zu-byte shared segment on rank 0", ctl_len + data_len);
-    if (win->rank != 0)
-        addr = rma_seg_attach(&desc);
-    ok = addr != NULL;
-    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, win->comm);
-    if (fd >= 0)
-        close(fd);
-    if (!ok) {
-        if (addr != NULL)
-            rma_seg_detach(addr, desc.len);
+    rc = rma_seg_create(ctl_len + data_len, NULL, &addr, &fd);
+    if (rc != 0)
+        return rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot create a %zu-byte shared segment: "
+                       "%s", ctl_len + data_len, strerror(-rc));
+    memcpy(addr, &hdr, sizeof(hdr));
+    win->seg = addr;
+    win->seg_len = round_up(ctl_len + data_len, rma_page_size());
+    win->seg_fd = fd; /* open until MPI_Win_free: peers may map it until they return */
+    win->ctl = addr;
+    desc->pid = getpid();
+    desc->fd = fd;
+    desc->len = win->seg_len;
+    return MPI_SUCCESS;
+}
+
+/* Ranks other than 0: map rank 0's control segment. */
+static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char *func)
+{
+    if (desc->len == 0)
+        return rma_err(NULL, func, MPI_ERR_NO_MEM, "rank 0 could not create the window's "
+                       "shared segment");
+    win->seg = rma_seg_attach(desc);
+    if (win->seg == NULL)
         return rma_err(NULL, func, MPI_ERR_OTHER,
                        "cannot map rank 0's shared segment (pidfd_getfd: %s); librma needs "
                        "the same-user ptrace permission that cross-memory attach needs",
                        strerror(errno));
-    }
-    win->seg = addr;
-    win->seg_len = desc.len;
-    win->ctl = addr;
-    rma_ctl_rank(win->ctl, win->rank)->pid = (uint32_t)getpid();
-    *ctl_len_p = ctl_len;
+    win->seg_len = desc->len;
+    win->ctl = win->seg;
     return MPI_SUCCESS;
 }
 
@@ -158,8 +196,8 @@ static void win_destroy(rma_win_t *win)
     rma_seg_detach(win->seg, win->seg_len);
     if (win->group != MPI_GROUP_NULL)
         PMPI_Group_free(&win->group);
-    if (win->comm != MPI_COMM_NULL)
-        PMPI_Comm_free(&win->comm);
+    if (win->seg_fd >= 0)
+        close(win->seg_fd);
     free(win->targets);
     free(win->post_seen);
     free(win->start_ranks);
@@ -178,51 +216,51 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
 {
     static const char func[] = "MPI_Win_create";
     rma_win_t *win = rma_win_new();
-    rank_info_t me = {0}, *all;
-    size_t ctl_len;
+    rank_info_t me = {0}, *all = NULL;
     int rc;
 
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_CREATE, func);
-    if (rc == MPI_SUCCESS)
-        rc = win_map_ctl(win, 0, 1, &ctl_len, func);
+    if (rc == MPI_SUCCESS && win->rank == 0)
+        rc = win_ctl_create(win, 0, 1, &me.ctl, func);
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
     win->base = base;
     win->size = size;
     win->disp_unit = disp_unit;
-
     me.base = (uintptr_t)base;
     me.size = (uint64_t)size;
     me.disp_unit = disp_unit;
-    me.pid = getpid();
     me.seg.fd = -1;
     if (size > 0 && win->nranks > 1 && rma_seg_sharing_works())
         win->expose = rma_memreg_expose(base, (size_t)size);
     if (win->expose != NULL) {
-        me.seg.pid = me.pid;
+        me.seg.pid = getpid();
         me.seg.fd = win->expose->fd;
         me.seg.len = win->expose->len;
         me.seg.seg_id = win->expose->seg_id;
         me.seg_base = win->expose->base;
     }
-    all = malloc((size_t)win->nranks * sizeof(*all));
-    if (all == NULL)
-        return win_fail(win, rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory"));
-    PMPI_Allgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE, win->comm);
+    rc = win_exchange(win, comm, &me, &all, func);
+    if (rc == MPI_SUCCESS && win->rank != 0)
+        rc = win_ctl_attach(win, &all[0].ctl, func);
+    if (rc != MPI_SUCCESS) {
+        free(all);
+        return win_fail(win, rc);
+    }
     for (int t = 0; t < win->nranks; t++) {
         rma_target_t *tg = &win->targets[t];
         tg->remote_base = all[t].base;
         tg->size = (MPI_Aint)all[t].size;
         tg->disp_unit = all[t].disp_unit;
-        tg->pid = all[t].pid;
-        tg->local = 1;
         if (t == win->rank) {
             tg->map_lo = (uintptr_t)base;
             tg->map_len = (size_t)size;
             tg->map_local = base;
         } else if (all[t].seg.fd >= 0) {
+            /* the owner keeps the descriptor registered until its MPI_Win_free, which
+             * cannot return before ours starts */
             tg->map_local = rma_seg_attach(&all[t].seg);
             if (tg->map_local != NULL) {
                 tg->map_lo = all[t].seg_base;
@@ -231,9 +269,6 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
         }
     }
     free(all);
-    /* peers duplicate our segment descriptor during the gather above; wait for them all
-     * before anybody may drop a registration */
-    PMPI_Barrier(win->comm);
     *win_p = win;
     return MPI_SUCCESS;
 }
@@ -243,57 +278,59 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 {
     const char *func = shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate";
     rma_win_t *win = rma_win_new();
-    MPI_Aint *sizes;
-    int *units;
+    rank_info_t me = {0}, *all = NULL;
+    rma_seg_desc_t desc = {0};
     size_t ctl_len, data_len = 0, page = rma_page_size();
-    size_t *offs;
+    size_t *offs = NULL;
+    rma_ctl_t hdr;
     int rc, contig;
 
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info,
                    shared ? MPI_WIN_FLAVOR_SHARED : MPI_WIN_FLAVOR_ALLOCATE, func);
-    if (rc != MPI_SUCCESS)
+    me.size = (uint64_t)size;
+    me.disp_unit = disp_unit;
+    if (rc == MPI_SUCCESS)
+        rc = win_exchange(win, comm, &me, &all, func);
+    if (rc == MPI_SUCCESS && (offs = malloc((size_t)win->nranks * sizeof(*offs))) == NULL)
+        rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
+    if (rc != MPI_SUCCESS) {
+        free(all);
         return win_fail(win, rc);
-    sizes = malloc((size_t)win->nranks * sizeof(*sizes));
-    units = malloc((size_t)win->nranks * sizeof(*units));
-    offs = malloc((size_t)win->nranks * sizeof(*offs));
-    if (sizes == NULL || units == NULL || offs == NULL) {
-        free(sizes), free(units), free(offs);
-        return win_fail(win, rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory"));
     }
-    PMPI_Allgather(&size, 1, MPI_AINT, sizes, 1, MPI_AINT, win->comm);
-    PMPI_Allgather(&disp_unit, 1, MPI_INT, units, 1, MPI_INT, win->comm);
     /* MPI_Win_allocate_shared is contiguous across ranks unless alloc_shared_noncontig;
      * otherwise every rank's memory starts on its own page */
     contig = shared && !win->info.alloc_shared_noncontig;
     for (int t = 0; t < win->nranks; t++) {
         offs[t] = data_len;
-        data_len += contig ? (size_t)sizes[t] : round_up((size_t)sizes[t], page);
+        data_len += contig ? (size_t)all[t].size : round_up((size_t)all[t].size, page);
     }
-    rc = win_map_ctl(win, data_len, 1, &ctl_len, func);
+    ctl_len = ctl_layout(&hdr, win->nranks, 1);
+    if (win->rank == 0 && win_ctl_create(win, data_len, 1, &desc, func) != MPI_SUCCESS)
+        desc.len = 0;
+    PMPI_Bcast(&desc, sizeof(desc), MPI_BYTE, 0, comm);
+    rc = win->rank == 0 ? (desc.len ? MPI_SUCCESS : MPI_ERR_NO_MEM)
+                        : win_ctl_attach(win, &desc, func);
     if (rc != MPI_SUCCESS) {
-        free(sizes), free(units), free(offs);
+        free(all), free(offs);
         return win_fail(win, rc);
     }
     for (int t = 0; t < win->nranks; t++) {
         rma_target_t *tg = &win->targets[t];
         char *local = (char *)win->seg + ctl_len + offs[t];
         tg->remote_base = (uintptr_t)local; /* every rank addresses the data by its mapping */
-        tg->size = sizes[t];
-        tg->disp_unit = units[t];
-        tg->pid = (int)getpid();
-        tg->local = 1;
+        tg->size = (MPI_Aint)all[t].size;
+        tg->disp_unit = all[t].disp_unit;
         tg->map_lo = (uintptr_t)local;
-        tg->map_len = (size_t)sizes[t];
+        tg->map_len = (size_t)all[t].size;
         tg->map_local = local;
     }
     win->base = win->targets[win->rank].map_local;
     win->size = size;
     win->disp_unit = disp_unit;
     *(void **)baseptr = win->base;
-    free(sizes), free(units), free(offs);
-    PMPI_Barrier(win->comm);
+    free(all), free(offs);
     *win_p = win;
     return MPI_SUCCESS;
 }
@@ -302,28 +339,29 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
 {
     static const char func[] = "MPI_Win_create_dynamic";
     rma_win_t *win = rma_win_new();
-    size_t ctl_len;
+    rank_info_t me = {0}, *all = NULL;
     int rc;
 
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_DYNAMIC, func);
+    if (rc == MPI_SUCCESS && win->rank == 0)
+        rc = win_ctl_create(win, 0, rma_env.dyn_max_regions, &me.ctl, func);
     if (rc == MPI_SUCCESS)
-        rc = win_map_ctl(win, 0, rma_env.dyn_max_regions, &ctl_len, func);
+        rc = win_exchange(win, comm, &me, &all, func);
+    if (rc == MPI_SUCCESS && win->rank != 0)
+        rc = win_ctl_attach(win, &all[0].ctl, func);
+    free(all);
+    if (rc == MPI_SUCCESS &&
+        (win->dyn_regs = calloc((size_t)rma_env.dyn_max_regions, sizeof(*win->dyn_regs))) == NULL)
+        rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
-    win->dyn_regs = calloc((size_t)rma_env.dyn_max_regions, sizeof(*win->dyn_regs));
-    if (win->dyn_regs == NULL)
-        return win_fail(win, rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory"));
     win->base = MPI_BOTTOM;
     win->size = 0;
     win->disp_unit = 1;
-    PMPI_Barrier(win->comm); /* every rank has published its pid in the control segment */
-    for (int t = 0; t < win->nranks; t++) {
+    for (int t = 0; t < win->nranks; t++)
         win->targets[t].disp_unit = 1;
-        win->targets[t].local = 1;
-        win->targets[t].pid = (int)rma_ctl_rank(win->ctl, t)->pid;
-    }
     *win_p = win;
     return MPI_SUCCESS;
 }
@@ -331,7 +369,7 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
 int rma_win_free(rma_win_t *win)
 {
     /* nobody may still be accessing our memory, nor we theirs, once this returns */
-    PMPI_Barrier(win->comm);
+    rma_sync_barrier(win);
     win_destroy(win);
     return MPI_SUCCESS;
 }
