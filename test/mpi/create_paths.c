@@ -1,0 +1,175 @@
+/*
+ * create_paths - MPI_Win_create on every kind of memory: page-aligned heap, a large heap
+ * block, MPI_Alloc_mem memory, a small unaligned stack buffer and a small heap buffer in the
+ * middle of a page. For each: the path RMAX_Win_path reports (direct load/store, or CMA when
+ * RMA_CREATE_REMAP=0 / the memory cannot be mapped), Put/Get values, the bytes around the
+ * window in the same pages untouched by peers' puts, and the buffer still usable with its
+ * contents after MPI_Win_free. A second window on the same memory must work the same way.
+ */
+#define _GNU_SOURCE
+#include "rmatest.h"
+
+#include <rma_ext.h>
+#include <stdint.h>
+#include <unistd.h>
+
+static int rank, nprocs, right, left, remap;
+
+enum { M_PAGE, M_LARGE, M_ALLOCMEM, M_STACK, M_INPAGE, NKINDS };
+static const char *kname[] = {"heap-page", "heap-large", "alloc_mem", "stack-small",
+                              "heap-in-page"};
+
+static unsigned char pat(int r, int k, int round, size_t i)
+{
+    return (unsigned char)(r * 29 + k * 7 + round * 13 + i);
+}
+
+static const char *path_name(int p)
+{
+    return p == RMAX_PATH_DIRECT ? "direct" : p == RMAX_PATH_CMA ? "cma" : p == RMAX_PATH_NETMOD
+                                                                       ? "netmod" : "?";
+}
+
+/* `outer` holds the window `w` of `len` bytes at offset `off`, with guard bytes around. */
+static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t off,
+                size_t len)
+{
+    unsigned char *w = outer + off, *src = malloc(len), *got = malloc(len);
+    MPI_Win win;
+    int path = -1, bad = 0;
+
+    for (size_t i = 0; i < outer_len; i++)
+        outer[i] = (unsigned char)(0xA5 ^ i);
+    for (size_t i = 0; i < len; i++) {
+        w[i] = pat(rank, k, round, i);
+        src[i] = pat(rank + 100, k, round, i);
+    }
+    MPI_OK(MPI_Win_create(w, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    if (nprocs > 1) {
+        MPI_OK(RMAX_Win_path(win, right, 0, (MPI_Aint)len, &path));
+        if (k == M_ALLOCMEM || (remap && (k == M_PAGE || k == M_LARGE)))
+            CHECK(path == RMAX_PATH_DIRECT, "%s round %d: path %s, want direct", kname[k],
+                  round, path_name(path));
+        else if (!remap)
+            CHECK(path == RMAX_PATH_CMA, "%s round %d (no remap): path %s, want cma",
+                  kname[k], round, path_name(path));
+        else
+            CHECK(path == RMAX_PATH_DIRECT || path == RMAX_PATH_CMA, "%s: path %d", kname[k],
+                  path);
+    }
+    {
+        int self = -1;
+        MPI_OK(RMAX_Win_path(win, rank, 0, (MPI_Aint)len, &self));
+        CHECK(self == RMAX_PATH_DIRECT, "%s: path to self %s", kname[k], path_name(self));
+    }
+    /* the owner still sees and changes its buffer while the window exists */
+    for (size_t i = 0; i < len; i++)
+        bad += w[i] != pat(rank, k, round, i);
+    CHECK(bad == 0, "%s round %d: %d own bytes changed by MPI_Win_create", kname[k], round,
+          bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* get right's original contents, then overwrite them */
+    MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    MPI_OK(MPI_Get(got, (int)len, MPI_BYTE, right, 0, (int)len, MPI_BYTE, win));
+    MPI_OK(MPI_Win_flush(right, win));
+    MPI_OK(MPI_Put(src, (int)len, MPI_BYTE, right, 0, (int)len, MPI_BYTE, win));
+    MPI_OK(MPI_Win_unlock(right, win));
+    bad = 0;
+    for (size_t i = 0; i < len; i++)
+        bad += got[i] != pat(right, k, round, i);
+    CHECK(bad == 0, "%s round %d: Get saw %d wrong bytes", kname[k], round, bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+    bad = 0;
+    for (size_t i = 0; i < len; i++)
+        bad += w[i] != pat(left + 100, k, round, i);
+    CHECK(bad == 0, "%s round %d: %d bytes of the window wrong after the peer's put",
+          kname[k], round, bad);
+    bad = 0;
+    for (size_t i = 0; i < outer_len; i++)
+        if ((i < off || i >= off + len) && outer[i] != (unsigned char)(0xA5 ^ i))
+            bad++;
+    CHECK(bad == 0, "%s round %d: %d bytes around the window changed", kname[k], round, bad);
+    /* the owner writes, a peer reads it */
+    w[len - 1] = 0x5a;
+    MPI_OK(MPI_Win_sync(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    MPI_OK(MPI_Get(got, 1, MPI_BYTE, right, (MPI_Aint)len - 1, 1, MPI_BYTE, win));
+    MPI_OK(MPI_Win_unlock(right, win));
+    CHECK(got[0] == 0x5a, "%s: owner's store not seen by the peer: %d", kname[k], got[0]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_OK(MPI_Win_free(&win));
+    /* after free: contents kept, buffer still usable */
+    bad = 0;
+    for (size_t i = 0; i + 1 < len; i++)
+        bad += w[i] != pat(left + 100, k, round, i);
+    CHECK(bad == 0 && w[len - 1] == 0x5a, "%s round %d: %d bytes lost at Win_free", kname[k],
+          round, bad);
+    for (size_t i = 0; i < outer_len; i++)
+        outer[i] = (unsigned char)i;
+    bad = 0;
+    for (size_t i = 0; i < outer_len; i++)
+        bad += outer[i] != (unsigned char)i;
+    CHECK(bad == 0, "%s: buffer not writable after Win_free", kname[k]);
+    if (rank == 0)
+        printf("%-12s round %d: %zu bytes at offset %zu, path to peer %s: ok\n", kname[k],
+               round, len, off, path_name(path));
+    free(src);
+    free(got);
+}
+
+static void run_kind(int k, unsigned char *stackbuf)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *mem = NULL;
+
+    for (int round = 0; round < 2; round++) { /* round 1: a second window on the same memory */
+        switch (k) {
+        case M_PAGE:
+            if (round == 0 && posix_memalign((void **)&mem, page, page) != 0)
+                mem = NULL;
+            one(k, round, mem, page, 0, page);
+            break;
+        case M_LARGE:
+            if (round == 0)
+                mem = malloc(4u << 20);
+            one(k, round, mem, 4u << 20, 0, 4u << 20);
+            break;
+        case M_ALLOCMEM:
+            if (round == 0)
+                MPI_OK(MPI_Alloc_mem(3 * page + 100, MPI_INFO_NULL, &mem));
+            one(k, round, mem, 3 * page + 100, 0, 3 * page + 100);
+            break;
+        case M_STACK:
+            one(k, round, stackbuf, 64, 3, 37);
+            break;
+        case M_INPAGE:
+            if (round == 0 && posix_memalign((void **)&mem, page, 2 * page) != 0)
+                mem = NULL;
+            one(k, round, mem, 2 * page, page - 100, 300); /* straddles a page boundary */
+            break;
+        }
+    }
+    if (k == M_ALLOCMEM)
+        MPI_OK(MPI_Free_mem(mem));
+    else if (k != M_STACK)
+        free(mem);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned char stackbuf[64];
+    const char *e = getenv("RMA_CREATE_REMAP");
+
+    rt_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    right = (rank + 1) % nprocs;
+    left = (rank + nprocs - 1) % nprocs;
+    remap = !(e != NULL && strcmp(e, "0") == 0);
+    if (rank == 0)
+        printf("RMA_CREATE_REMAP=%d\n", remap);
+    for (int k = 0; k < NKINDS; k++)
+        run_kind(k, stackbuf);
+    return rt_finish("create_paths");
+}
