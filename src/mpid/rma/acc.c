@@ -1,0 +1,635 @@
+/*
+ * acc.c - the general accumulate path: argument checks with the standard's error classes,
+ * the op x type table, the choice of mechanism per window (or dynamic region) and element,
+ * CPU atomics over derived layouts, and the stripe-locked read-modify-write (load/store or
+ * CMA) that every other element takes. The rules are in doc/atomicity.md.
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "mpid/rma/acc.h"
+#include "mpid/rma/dtl.h"
+#include "mpid/rma/env.h"
+#include "netmod/netmod.h"
+#include "sync/wait.h"
+#include "windows/memreg.h"
+#include "windows/win_error.h"
+
+/* ------------------------------------------------------------------ op x type table */
+
+#define OPB(x) (1u << RMA_OP_##x)
+#define OPS_RO (OPB(REPLACE) | OPB(NO_OP))
+
+const uint16_t rma_acc_class_ops[RMA_AC_COUNT] = {
+    [RMA_AC_INVALID] = 0,
+    [RMA_AC_INT] = OPB(MAX) | OPB(MIN) | OPB(SUM) | OPB(PROD) | OPB(LAND) | OPB(LOR) |
+                   OPB(LXOR) | OPB(BAND) | OPB(BOR) | OPB(BXOR) | OPS_RO,
+    [RMA_AC_FLOAT] = OPB(MAX) | OPB(MIN) | OPB(SUM) | OPB(PROD) | OPS_RO,
+    [RMA_AC_COMPLEX] = OPB(SUM) | OPB(PROD) | OPS_RO,
+    [RMA_AC_LOGICAL] = OPB(LAND) | OPB(LOR) | OPB(LXOR) | OPS_RO,
+    [RMA_AC_BYTE] = OPB(BAND) | OPB(BOR) | OPB(BXOR) | OPS_RO,
+    [RMA_AC_PAIR] = OPB(MAXLOC) | OPB(MINLOC) | OPS_RO,
+    [RMA_AC_OTHER] = OPS_RO,
+};
+
+#define SK(T) (sizeof(T) == 8 ? RMA_AK_S64 : sizeof(T) == 4 ? RMA_AK_S32 : RMA_AK_LOCKED)
+#define UK(T) (sizeof(T) == 8 ? RMA_AK_U64 : sizeof(T) == 4 ? RMA_AK_U32 : RMA_AK_LOCKED)
+#define T(dt, kind, cls) [(unsigned)(dt) & 0xffu] = {(dt), (kind), (cls), \
+                                                      RMA_DT_BUILTIN_SIZE(dt), 0}
+
+/* Every predefined builtin datatype; -Woverride-init would catch two sharing an index. */
+const rma_acc_type_t rma_acc_types[256] = {
+    T(MPI_CHAR, RMA_AK_U8, RMA_AC_OTHER),
+    T(MPI_SIGNED_CHAR, RMA_AK_S8, RMA_AC_INT),
+    T(MPI_UNSIGNED_CHAR, RMA_AK_U8, RMA_AC_INT),
+    T(MPI_BYTE, RMA_AK_U8, RMA_AC_BYTE),
+    T(MPI_WCHAR, UK(wchar_t), RMA_AC_OTHER),
+    T(MPI_SHORT, RMA_AK_S16, RMA_AC_INT),
+    T(MPI_UNSIGNED_SHORT, RMA_AK_U16, RMA_AC_INT),
+    T(MPI_INT, SK(int), RMA_AC_INT),
+    T(MPI_UNSIGNED, UK(unsigned), RMA_AC_INT),
+    T(MPI_LONG, SK(long), RMA_AC_INT),
+    T(MPI_UNSIGNED_LONG, UK(unsigned long), RMA_AC_INT),
+    T(MPI_LONG_LONG_INT, SK(long long), RMA_AC_INT),
+    T(MPI_UNSIGNED_LONG_LONG, UK(unsigned long long), RMA_AC_INT),
+    T(MPI_FLOAT, RMA_AK_F32, RMA_AC_FLOAT),
+    T(MPI_DOUBLE, RMA_AK_F64, RMA_AC_FLOAT),
+    T(MPI_LONG_DOUBLE, RMA_AK_LOCKED, RMA_AC_FLOAT),
+    T(MPI_PACKED, RMA_AK_LOCKED, RMA_AC_OTHER),
+    T(MPI_2INT, RMA_AK_LOCKED, RMA_AC_PAIR),
+    T(MPI_INT8_T, RMA_AK_S8, RMA_AC_INT),
+    T(MPI_INT16_T, RMA_AK_S16, RMA_AC_INT),
+    T(MPI_INT32_T, RMA_AK_S32, RMA_AC_INT),
+    T(MPI_INT64_T, RMA_AK_S64, RMA_AC_INT),
+    T(MPI_UINT8_T, RMA_AK_U8, RMA_AC_INT),
+    T(MPI_UINT16_T, RMA_AK_U16, RMA_AC_INT),
+    T(MPI_UINT32_T, RMA_AK_U32, RMA_AC_INT),
+    T(MPI_UINT64_T, RMA_AK_U64, RMA_AC_INT),
+    T(MPI_AINT, SK(MPI_Aint), RMA_AC_INT),
+    T(MPI_OFFSET, SK(MPI_Offset), RMA_AC_INT),
+    T(MPI_COUNT, SK(MPI_Count), RMA_AC_INT),
+    T(MPI_C_BOOL, RMA_AK_BOOL, RMA_AC_LOGICAL),
+    T(MPI_CXX_BOOL, RMA_AK_BOOL, RMA_AC_LOGICAL),
+    T(MPI_C_FLOAT_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_C_DOUBLE_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_C_LONG_DOUBLE_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_CXX_FLOAT_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_CXX_DOUBLE_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_CXX_LONG_DOUBLE_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    /* Fortran types: integers and reals share the C mechanism of their size */
+    T(MPI_CHARACTER, RMA_AK_U8, RMA_AC_OTHER),
+    T(MPI_LOGICAL, RMA_AK_LOCKED, RMA_AC_LOGICAL),
+    T(MPI_INTEGER, RMA_AK_S32, RMA_AC_INT),
+    T(MPI_INTEGER1, RMA_AK_S8, RMA_AC_INT),
+    T(MPI_INTEGER2, RMA_AK_S16, RMA_AC_INT),
+    T(MPI_INTEGER4, RMA_AK_S32, RMA_AC_INT),
+    T(MPI_INTEGER8, RMA_AK_S64, RMA_AC_INT),
+    T(MPI_REAL, RMA_AK_F32, RMA_AC_FLOAT),
+    T(MPI_DOUBLE_PRECISION, RMA_AK_F64, RMA_AC_FLOAT),
+    T(MPI_REAL4, RMA_AK_F32, RMA_AC_FLOAT),
+    T(MPI_REAL8, RMA_AK_F64, RMA_AC_FLOAT),
+    T(MPI_REAL16, RMA_AK_LOCKED, RMA_AC_FLOAT),
+    T(MPI_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_DOUBLE_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_COMPLEX8, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_COMPLEX16, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_COMPLEX32, RMA_AK_LOCKED, RMA_AC_COMPLEX),
+    T(MPI_2INTEGER, RMA_AK_LOCKED, RMA_AC_PAIR),
+    T(MPI_2REAL, RMA_AK_LOCKED, RMA_AC_PAIR),
+    T(MPI_2DOUBLE_PRECISION, RMA_AK_LOCKED, RMA_AC_PAIR),
+};
+
+#undef T
+#undef SK
+#undef UK
+
+int rma_acc_type_class(MPI_Datatype basic)
+{
+    unsigned h = (unsigned)basic;
+
+    if (RMA_DT_IS_BUILTIN(basic)) {
+        const rma_acc_type_t *ty = &rma_acc_types[h & 0xff];
+        return ty->handle == basic ? ty->cls : RMA_AC_INVALID;
+    }
+    if (h >= (unsigned)MPI_FLOAT_INT && h <= (unsigned)MPI_LONG_DOUBLE_INT)
+        return RMA_AC_PAIR;
+    return RMA_AC_INVALID;
+}
+
+static const char *const op_names[RMA_OP_COUNT] = {
+    "MPI_MAX", "MPI_MIN", "MPI_SUM", "MPI_PROD", "MPI_LAND", "MPI_BAND", "MPI_LOR",
+    "MPI_BOR", "MPI_LXOR", "MPI_BXOR", "MPI_MINLOC", "MPI_MAXLOC", "MPI_REPLACE", "MPI_NO_OP",
+};
+
+static const char *const class_names[RMA_AC_COUNT] = {
+    "an invalid type", "an integer type", "a floating-point type", "a complex type",
+    "a logical type", "MPI_BYTE", "a MAXLOC/MINLOC pair type", "a character or packed type",
+};
+
+/* ------------------------------------------------------------------ stripe locks */
+
+static inline _Atomic uint32_t *stripe_word(rma_win_t *win, unsigned s)
+{
+    return (_Atomic uint32_t *)((char *)win->ctl + win->ctl->acc_off + (size_t)s * RMA_CACHE_LINE);
+}
+
+/* Stripe of the element whose first byte is `key` bytes into target `trank`'s window (its
+ * own address for dynamic windows): one stripe per cache line, ranks spread apart. */
+static inline unsigned stripe_of(int trank, uint64_t key)
+{
+    return (unsigned)((key >> 6) + (uint64_t)trank * 97u) & (RMA_ACC_NLOCKS - 1u);
+}
+
+static void stripe_lock(rma_win_t *win, unsigned s)
+{
+    _Atomic uint32_t *w = stripe_word(win, s);
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    while (atomic_exchange_explicit(w, 1, memory_order_acquire) != 0)
+        while (atomic_load_explicit(w, memory_order_relaxed) != 0)
+            rma_backoff(&bo);
+}
+
+static void stripe_unlock(rma_win_t *win, unsigned s)
+{
+    atomic_store_explicit(stripe_word(win, s), 0, memory_order_release);
+}
+
+typedef struct stripe_set {
+    uint64_t bits[RMA_ACC_NLOCKS / 64];
+} stripe_set_t;
+
+/* Marks the stripes of every cache line of target bytes [key, key + len). */
+static void stripe_mark(stripe_set_t *set, int trank, uint64_t key, size_t len)
+{
+    uint64_t first = key >> 6, last = (key + len - 1) >> 6;
+
+    if (len == 0)
+        return;
+    if (last - first >= RMA_ACC_NLOCKS - 1) {
+        memset(set->bits, 0xff, sizeof(set->bits));
+        return;
+    }
+    for (uint64_t l = first; l <= last; l++) {
+        unsigned s = stripe_of(trank, l << 6);
+        set->bits[s / 64] |= UINT64_C(1) << (s % 64);
+    }
+}
+
+/* Takes every stripe of the set in ascending order (the global order: no deadlock). */
+static void stripe_lock_set(rma_win_t *win, const stripe_set_t *set)
+{
+    for (unsigned s = 0; s < RMA_ACC_NLOCKS; s++)
+        if (set->bits[s / 64] >> (s % 64) & 1)
+            stripe_lock(win, s);
+}
+
+static void stripe_unlock_set(rma_win_t *win, const stripe_set_t *set)
+{
+    for (unsigned s = 0; s < RMA_ACC_NLOCKS; s++)
+        if (set->bits[s / 64] >> (s % 64) & 1)
+            stripe_unlock(win, s);
+}
+
+/* ------------------------------------------------------------------ mechanism choice */
+
+/* A create window is atomic when every rank's memory is mapped by every other rank: each
+ * rank sees the peers' mappings here and whether its own memory was exposed (a rank that
+ * exposed nothing is reached by CMA from all peers, and every rank computes the same). */
+static int acc_mode_decide(rma_win_t *win)
+{
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
+        return RMA_ACC_MODE_DYNAMIC;
+    if (win->flavor != MPI_WIN_FLAVOR_CREATE || win->nranks == 1)
+        return RMA_ACC_MODE_ATOMIC;
+    for (int t = 0; t < win->nranks; t++) {
+        const rma_target_t *tg = &win->targets[t];
+        uintptr_t lo = tg->remote_base, hi = lo + (uintptr_t)tg->size;
+        if (tg->size == 0)
+            continue;
+        if (t == win->rank) {
+            const rma_memreg_t *r = win->expose;
+            if (r == NULL || lo < r->base || hi > r->base + r->len)
+                return RMA_ACC_MODE_LOCKED;
+        } else if (tg->map_local == NULL || lo < tg->map_lo || hi > tg->map_lo + tg->map_len) {
+            return RMA_ACC_MODE_LOCKED;
+        }
+    }
+    return RMA_ACC_MODE_ATOMIC;
+}
+
+/* Segment id of the region of a dynamic window's target holding `addr` (0: not shared, or
+ * not found), read under the region table's sequence lock. */
+static uint64_t acc_dyn_seg_id(rma_win_t *win, int trank, uintptr_t addr)
+{
+    rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, trank);
+    rma_dyn_region_t *tab = rma_ctl_dyn(win->ctl, trank);
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    for (;;) {
+        uint64_t s1 = atomic_load_explicit(&cr->dyn_seq, memory_order_acquire), id = 0;
+        uint32_t n = atomic_load_explicit(&cr->dyn_count, memory_order_relaxed);
+        if (!(s1 & 1)) {
+            if (n > win->ctl->dyn_max)
+                n = win->ctl->dyn_max;
+            for (uint32_t lo = 0, hi = n; lo < hi;) {
+                uint32_t mid = (lo + hi) / 2;
+                if (addr < tab[mid].base) {
+                    hi = mid;
+                } else if (addr - tab[mid].base >= tab[mid].len) {
+                    lo = mid + 1;
+                } else {
+                    id = tab[mid].seg_id;
+                    break;
+                }
+            }
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(&cr->dyn_seq, memory_order_relaxed) == s1)
+                return id;
+        }
+        rma_backoff(&bo);
+    }
+}
+
+/* ------------------------------------------------------------------ one operation */
+
+typedef struct acc_op {
+    rma_win_t *win;
+    int kind;                   /* RMA_ACC, RMA_GACC, RMA_FOP, RMA_CAS */
+    int op;                     /* RMA_OP_* */
+    MPI_Op op_handle;
+    int trank;
+    uint64_t key0;              /* stripe key of the target buffer's address */
+    rma_tspan_t span;
+    const rma_dtl_t *td, *od, *rd, *bd;
+    MPI_Aint tcount, ocount, rcount, nelem;
+    MPI_Datatype basic;
+    const char *origin;
+    char *result;
+    const char *compare;
+    const char *opk;            /* origin data packed as nelem basic elements */
+    int akind;                  /* RMA_AK_* of the basic type */
+    size_t esize;               /* bytes of one basic element (data bytes) */
+    int relaxed;
+    /* locked path: transfers between the target and a packed buffer */
+    char *buf;
+    int write;
+    int niov, max_iov, err;
+    struct iovec liov[64], riov[64];
+} acc_op_t;
+
+/* Misaligned element of an atomic kind: the same kernel on a private copy, under the
+ * element's stripe. */
+static void acc_elem_locked(acc_op_t *a, char *t, uint64_t key, const char *o, char *r)
+{
+    unsigned s = stripe_of(a->trank, key);
+    uint64_t v;
+
+    stripe_lock(a->win, s);
+    memcpy(&v, t, a->esize);
+    rma_acc_atomic(a->akind, a->op, &v, o, r, 1);
+    if (a->op != RMA_OP_NO_OP)
+        memcpy(t, &v, a->esize);
+    stripe_unlock(a->win, s);
+}
+
+/* Elements [0, n) of one piece on the atomic path. */
+static void acc_atomic_run(acc_op_t *a, MPI_Aint toff, const char *o, char *r, size_t len)
+{
+    char *t = a->span.local + toff;
+    size_t es = a->esize, n = len / es;
+
+    if (((uintptr_t)t & (es - 1)) == 0) {
+        for (size_t i = 0; i < n; i++)
+            rma_acc_atomic(a->akind, a->op, t + i * es, o ? o + i * es : NULL,
+                           r ? r + i * es : NULL, a->relaxed);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        acc_elem_locked(a, t + i * es, a->key0 + (uint64_t)toff + i * es, o ? o + i * es : NULL,
+                        r ? r + i * es : NULL);
+}
+
+/* walk: target piece vs origin piece (MPI_Accumulate) */
+static int acc_piece_origin(void *arg, MPI_Aint toff, MPI_Aint ooff, size_t len)
+{
+    acc_op_t *a = arg;
+
+    acc_atomic_run(a, toff, a->origin + ooff, NULL, len);
+    return 0;
+}
+
+/* walk: target piece vs result piece, origin packed (MPI_Get_accumulate, MPI_Fetch_and_op) */
+static int acc_piece_result(void *arg, MPI_Aint toff, MPI_Aint roff, size_t len)
+{
+    acc_op_t *a = arg;
+
+    acc_atomic_run(a, toff, a->opk, a->result + roff, len);
+    if (a->opk != NULL)
+        a->opk += len;
+    return 0;
+}
+
+/* Locked path: mark stripes of a target piece. */
+static int acc_piece_mark(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
+{
+    stripe_set_t *set = ((void **)arg)[1];
+    acc_op_t *a = ((void **)arg)[0];
+
+    (void)boff;
+    stripe_mark(set, a->trank, a->key0 + (uint64_t)toff, len);
+    return 0;
+}
+
+static int acc_iov_flush(acc_op_t *a)
+{
+    int rc;
+
+    if (a->niov == 0)
+        return 0;
+    rc = a->write ? rma_nm_shm_ops.writev(a->span.pid, a->liov, a->niov, a->riov, a->niov)
+                  : rma_nm_shm_ops.readv(a->span.pid, a->liov, a->niov, a->riov, a->niov);
+    a->niov = 0;
+    if (rc != 0)
+        a->err = rc;
+    return rc;
+}
+
+/* Locked path: move one piece between the target and the packed buffer. */
+static int acc_piece_move(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
+{
+    acc_op_t *a = arg;
+    uintptr_t ta = a->span.taddr + (uintptr_t)toff;
+    char *b = a->buf + boff;
+
+    if (ta >= a->span.map_lo && ta + len <= a->span.map_hi) {
+        char *t = a->span.map_local + (ta - a->span.map_lo);
+        if (a->write)
+            memcpy(t, b, len);
+        else
+            memcpy(b, t, len);
+        return 0;
+    }
+    a->liov[a->niov] = (struct iovec){b, len};
+    a->riov[a->niov] = (struct iovec){(void *)ta, len};
+    if (++a->niov == a->max_iov)
+        return acc_iov_flush(a);
+    return 0;
+}
+
+/* Moves the whole target buffer to (write 0) or from (write 1) the packed buffer `buf` of
+ * nelem basic elements. 0, or -errno of a failed transport call. */
+static int acc_move(acc_op_t *a, char *buf, int write)
+{
+    int rc;
+
+    if (a->span.local != NULL) {
+        if (write)
+            rma_dtl_copy(a->span.local, a->td, a->tcount, buf, a->bd, a->nelem);
+        else
+            rma_dtl_copy(buf, a->bd, a->nelem, a->span.local, a->td, a->tcount);
+        return 0;
+    }
+    a->buf = buf;
+    a->write = write;
+    a->niov = 0;
+    a->err = 0;
+    a->max_iov = (int)(rma_env.cma_batch < 64 ? rma_env.cma_batch : 64);
+    rc = rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_move, a);
+    if (rc == 0)
+        acc_iov_flush(a);
+    return a->err != 0 ? a->err : rc;
+}
+
+/* The stripe-locked read-modify-write of the whole operation. MPI_SUCCESS or the error. */
+static int acc_locked(acc_op_t *a, const char *func)
+{
+    _Alignas(16) char small[2][256];
+    size_t bytes = (size_t)a->nelem * (size_t)a->bd->extent;
+    char *old = small[0], *upd = small[1], *heap = NULL;
+    int write = a->op != RMA_OP_NO_OP, rc = 0, same = 1;
+    stripe_set_t set;
+    void *mark[2] = {a, &set};
+
+    if (bytes > sizeof(small[0])) {
+        heap = malloc(2 * bytes);
+        if (heap == NULL)
+            return rma_err(a->win, func, MPI_ERR_NO_MEM, "out of memory for a %zu-byte "
+                           "accumulate", bytes);
+        old = heap;
+        upd = heap + bytes;
+    }
+    if (write)
+        rma_dtl_copy(upd, a->bd, a->nelem, a->opk, a->bd, a->nelem);
+    memset(&set, 0, sizeof(set));
+    if (rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_mark, mark) != 0) {
+        free(heap);
+        return rma_err(a->win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
+    }
+
+    stripe_lock_set(a->win, &set);
+    rc = acc_move(a, old, 0);
+    if (rc == 0 && a->kind == RMA_CAS) {
+        same = memcmp(old, a->compare, a->esize) == 0;
+    } else if (rc == 0 && write && a->op != RMA_OP_REPLACE) {
+        /* upd = old op upd, chunked to int counts */
+        MPI_Aint done = 0, ext = a->bd->extent;
+        while (done < a->nelem && rc == 0) {
+            int n = a->nelem - done > INT_MAX / 2 ? INT_MAX / 2 : (int)(a->nelem - done);
+            if (PMPI_Reduce_local(old + done * ext, upd + done * ext, n, a->basic,
+                                  a->op_handle) != MPI_SUCCESS)
+                rc = 1;
+            done += n;
+        }
+    }
+    if (rc == 0 && write && same)
+        rc = acc_move(a, upd, 1);
+    stripe_unlock_set(a->win, &set);
+
+    if (rc == 0 && a->kind != RMA_ACC)
+        rma_dtl_copy(a->result, a->rd, a->rcount, old, a->bd, a->nelem);
+    free(heap);
+    if (rc == 1)
+        return rma_err(a->win, func, MPI_ERR_OTHER, "MPI_Reduce_local failed for op %s",
+                       op_names[a->op]);
+    if (rc < 0)
+        return rma_err(a->win, func, MPI_ERR_OTHER, "cross-memory access to rank %d (pid %d) "
+                       "failed: %s", a->trank, a->span.pid, strerror(-rc));
+    return MPI_SUCCESS;
+}
+
+/* Checks that a side's layout is built from the target's basic type. */
+static int acc_check_basic(rma_win_t *win, const rma_dtl_t *d, MPI_Aint count,
+                           MPI_Datatype basic, const char *side, const char *func)
+{
+    if (count == 0 || d->size == 0 || d->basic == basic)
+        return MPI_SUCCESS;
+    if (d->basic == MPI_DATATYPE_NULL)
+        return rma_err(win, func, MPI_ERR_TYPE, "the %s datatype mixes basic datatypes", side);
+    return rma_err(win, func, MPI_ERR_TYPE, "the %s datatype is built from basic type 0x%x, "
+                   "the target datatype from 0x%x", side, (unsigned)d->basic, (unsigned)basic);
+}
+
+static int acc_is_predefined(MPI_Datatype dt)
+{
+    return rma_acc_type_class(dt) != RMA_AC_INVALID;
+}
+
+int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
+                 MPI_Datatype otype, void *result, MPI_Aint rcount, MPI_Datatype rtype,
+                 const void *compare, int trank, MPI_Aint tdisp, MPI_Aint tcount,
+                 MPI_Datatype ttype, MPI_Op op, const char *func)
+{
+    int opi = rma_acc_op_index(op), fetch = kind != RMA_ACC, cls, rc, mapped;
+    MPI_Aint obytes = 0, rbytes = 0, tbytes;
+    acc_op_t *a, abuf;
+    char *packed = NULL;
+
+    if (trank == MPI_PROC_NULL)
+        return MPI_SUCCESS;
+    if (opi < 0)
+        return rma_err(win, func, MPI_ERR_OP, "0x%x is not a predefined operation (%s)",
+                       (unsigned)op, op == MPI_OP_NULL ? "MPI_OP_NULL" : "user-defined "
+                       "operations are not allowed in RMA");
+    if (kind == RMA_ACC && opi == RMA_OP_NO_OP)
+        return rma_err(win, func, MPI_ERR_OP, "MPI_NO_OP is allowed only in "
+                       "MPI_Get_accumulate and MPI_Fetch_and_op");
+    if (ocount < 0 || tcount < 0 || rcount < 0)
+        return rma_err(win, func, MPI_ERR_COUNT, "negative count (origin %ld, result %ld, "
+                       "target %ld)", (long)ocount, (long)rcount, (long)tcount);
+
+    a = &abuf;
+    memset(a, 0, offsetof(acc_op_t, liov));
+    a->win = win;
+    a->kind = kind;
+    a->op = opi;
+    a->op_handle = op;
+    a->trank = trank;
+    a->tcount = tcount;
+    a->ocount = ocount;
+    a->rcount = rcount;
+    a->origin = origin;
+    a->result = result;
+    a->compare = compare;
+    if ((kind == RMA_FOP || kind == RMA_CAS) && !acc_is_predefined(ttype))
+        return rma_err(win, func, MPI_ERR_TYPE, "%s needs a predefined datatype",
+                       kind == RMA_FOP ? "MPI_Fetch_and_op" : "MPI_Compare_and_swap");
+    if (rma_dtl_get(ttype, &a->td) != MPI_SUCCESS)
+        return rma_err(win, func, MPI_ERR_TYPE, "the target datatype is not a valid datatype");
+    if (opi != RMA_OP_NO_OP && rma_dtl_get(otype, &a->od) != MPI_SUCCESS)
+        return rma_err(win, func, MPI_ERR_TYPE, "the origin datatype is not a valid datatype");
+    if (fetch && rma_dtl_get(rtype, &a->rd) != MPI_SUCCESS)
+        return rma_err(win, func, MPI_ERR_TYPE, "the result datatype is not a valid datatype");
+    if (__builtin_mul_overflow(tcount, a->td->size, &tbytes) ||
+        (a->od && __builtin_mul_overflow(ocount, a->od->size, &obytes)) ||
+        (a->rd && __builtin_mul_overflow(rcount, a->rd->size, &rbytes)))
+        return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
+
+    /* one basic type on every side, and the op defined on it */
+    a->basic = a->td->basic;
+    if (tbytes > 0 && a->basic == MPI_DATATYPE_NULL)
+        return rma_err(win, func, MPI_ERR_TYPE, "the target datatype mixes basic datatypes");
+    cls = tbytes > 0 ? rma_acc_type_class(a->basic) : RMA_AC_OTHER;
+    if (cls == RMA_AC_INVALID)
+        return rma_err(win, func, MPI_ERR_TYPE, "basic datatype 0x%x cannot be used in "
+                       "accumulate operations", (unsigned)a->basic);
+    if (tbytes > 0 && a->od && (rc = acc_check_basic(win, a->od, ocount, a->basic, "origin",
+                                                     func)) != MPI_SUCCESS)
+        return rc;
+    if (tbytes > 0 && a->rd && (rc = acc_check_basic(win, a->rd, rcount, a->basic, "result",
+                                                     func)) != MPI_SUCCESS)
+        return rc;
+    if (kind == RMA_CAS && cls != RMA_AC_INT && cls != RMA_AC_LOGICAL && cls != RMA_AC_BYTE)
+        return rma_err(win, func, MPI_ERR_TYPE, "MPI_Compare_and_swap needs an integer, "
+                       "logical or byte datatype, not %s", class_names[cls]);
+    if (!(rma_acc_class_ops[cls] >> opi & 1))
+        return rma_err(win, func, MPI_ERR_OP, "%s is not defined for %s (datatype 0x%x)",
+                       op_names[opi], class_names[cls], (unsigned)a->basic);
+    if ((opi != RMA_OP_NO_OP && obytes > 0 && origin == NULL) ||
+        (fetch && rbytes > 0 && result == NULL) || (kind == RMA_CAS && compare == NULL))
+        return rma_err(win, func, MPI_ERR_BUFFER, "NULL %s buffer",
+                       fetch && result == NULL ? "result" : kind == RMA_CAS && !compare
+                       ? "compare" : "origin");
+
+    rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (opi != RMA_OP_NO_OP && obytes != tbytes)
+        return rma_err(win, func, MPI_ERR_TYPE, "the origin buffer holds %ld bytes but the "
+                       "target buffer %ld: the type signatures differ", (long)obytes,
+                       (long)tbytes);
+    if (fetch && rbytes != tbytes)
+        return rma_err(win, func, MPI_ERR_TYPE, "the result buffer holds %ld bytes but the "
+                       "target buffer %ld: the type signatures differ", (long)rbytes,
+                       (long)tbytes);
+    win->ops_in_fence = 1;
+    if (tbytes == 0)
+        return MPI_SUCCESS;
+
+    rc = rma_dtl_get(a->basic, &a->bd);
+    if (rc != MPI_SUCCESS)
+        return rma_err(win, func, MPI_ERR_TYPE, "no layout for basic datatype 0x%x",
+                       (unsigned)a->basic);
+    a->esize = (size_t)a->td->basic_size;
+    a->nelem = tbytes / a->td->basic_size;
+    a->akind = RMA_DT_IS_BUILTIN(a->basic) ? rma_acc_types[(unsigned)a->basic & 0xff].kind
+                                           : RMA_AK_LOCKED;
+    a->relaxed = rma_acc_relaxed(win);
+    a->key0 = (uint64_t)(a->span.taddr - win->targets[trank].remote_base);
+
+    /* the mechanism: a function of the window (or region), the type and the alignment */
+    if (win->acc_mode == RMA_ACC_MODE_UNKNOWN)
+        win->acc_mode = acc_mode_decide(win);
+    if (win->acc_mode == RMA_ACC_MODE_DYNAMIC) {
+        MPI_Aint lo, hi;
+        rma_dtl_span(a->td, tcount, &lo, &hi);
+        mapped = acc_dyn_seg_id(win, trank, a->span.taddr + (uintptr_t)lo) != 0;
+        if (mapped && a->span.local == NULL && a->akind != RMA_AK_LOCKED)
+            return rma_err(win, func, MPI_ERR_OTHER, "the region attached at rank %d is "
+                           "shared but could not be mapped here; its accumulates need CPU "
+                           "atomics", trank);
+    } else {
+        mapped = win->acc_mode == RMA_ACC_MODE_ATOMIC && a->span.local != NULL;
+    }
+
+    /* origin data as nelem packed elements (contiguous origins are used in place) */
+    if (opi != RMA_OP_NO_OP && (kind != RMA_ACC || !mapped || a->akind == RMA_AK_LOCKED)) {
+        if (a->od->is_contig && a->od->basic == a->basic && a->od->extent == a->bd->extent) {
+            a->opk = a->origin + a->od->true_lb;
+        } else {
+            packed = malloc((size_t)a->nelem * (size_t)a->bd->extent);
+            if (packed == NULL)
+                return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory packing the origin");
+            rma_dtl_copy(packed, a->bd, a->nelem, origin, a->od, ocount);
+            a->opk = packed;
+        }
+    }
+
+    if (!mapped || a->akind == RMA_AK_LOCKED) {
+        rc = acc_locked(a, func);
+    } else if (kind == RMA_CAS) {
+        char *t = a->span.local;
+        rc = MPI_SUCCESS;
+        if (((uintptr_t)t & (a->esize - 1)) == 0) {
+            rma_acc_cas((unsigned)a->esize, t, a->opk, compare, result);
+        } else {
+            unsigned s = stripe_of(trank, a->key0);
+            stripe_lock(win, s);
+            memcpy(result, t, a->esize);
+            if (memcmp(t, compare, a->esize) == 0)
+                memcpy(t, a->opk, a->esize);
+            stripe_unlock(win, s);
+        }
+    } else {
+        rc = kind == RMA_ACC
+                 ? rma_dtl_walk_pairs(a->td, tcount, a->od, ocount, acc_piece_origin, a)
+                 : rma_dtl_walk_pairs(a->td, tcount, a->rd, rcount, acc_piece_result, a);
+        if (rc != 0)
+            rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
+    }
+    free(packed);
+    return rc;
+}
