@@ -249,11 +249,16 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
         free(all);
         return win_fail(win, rc);
     }
+    /* accumulates use CPU atomics only when every rank's memory is exposed to every peer;
+     * decided from the gathered descriptors, so all ranks agree (doc/atomicity.md) */
+    win->acc_mode = RMA_ACC_MODE_ATOMIC;
     for (int t = 0; t < win->nranks; t++) {
         rma_target_t *tg = &win->targets[t];
         tg->remote_base = all[t].base;
         tg->size = (MPI_Aint)all[t].size;
         tg->disp_unit = all[t].disp_unit;
+        if (all[t].size > 0 && win->nranks > 1 && all[t].seg.fd < 0)
+            win->acc_mode = RMA_ACC_MODE_LOCKED;
         if (t == win->rank) {
             tg->map_lo = (uintptr_t)base;
             tg->map_len = (size_t)size;

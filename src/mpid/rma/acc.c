@@ -196,9 +196,9 @@ static void stripe_unlock_set(rma_win_t *win, const stripe_set_t *set)
 
 /* ------------------------------------------------------------------ mechanism choice */
 
-/* A create window is atomic when every rank's memory is mapped by every other rank: each
- * rank sees the peers' mappings here and whether its own memory was exposed (a rank that
- * exposed nothing is reached by CMA from all peers, and every rank computes the same). */
+/* Mode of a window whose creation did not decide it: allocate flavors are mapped by every
+ * rank, dynamic windows decide per region. Create windows are decided in rma_win_create from
+ * the descriptors every rank gathered (all agree); this fallback judges from here. */
 static int acc_mode_decide(rma_win_t *win)
 {
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
@@ -592,7 +592,11 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
                            "shared but could not be mapped here; its accumulates need CPU "
                            "atomics", trank);
     } else {
-        mapped = win->acc_mode == RMA_ACC_MODE_ATOMIC && a->span.local != NULL;
+        mapped = win->acc_mode == RMA_ACC_MODE_ATOMIC;
+        if (mapped && a->span.local == NULL && a->akind != RMA_AK_LOCKED)
+            return rma_err(win, func, MPI_ERR_OTHER, "rank %d's window memory is shared but "
+                           "could not be mapped here; its accumulates need CPU atomics",
+                           trank);
     }
 
     /* origin data as nelem packed elements (contiguous origins are used in place) */
