@@ -144,6 +144,21 @@ static void epochs(void)
     MPI_Group_free(&world);
     MPI_Barrier(MPI_COMM_WORLD);
 
+    /* a fence epoch with an operation in it must be closed by a fence */
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Get(v, 1, MPI_INT, right, 3, 1, MPI_INT, win));
+    MPI_ERRCLASS(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win), MPI_ERR_RMA_SYNC);
+    MPI_ERRCLASS(MPI_Win_lock_all(0, win), MPI_ERR_RMA_SYNC);
+    MPI_ERRCLASS(MPI_Win_free(&win), MPI_ERR_RMA_SYNC);
+    CHECK(win != MPI_WIN_NULL, "a failed Win_free must leave the handle");
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    CHECK(v[0] == pat(right, 3), "fence get after refused calls: %d", v[0]);
+    /* an empty fence epoch may be followed by a lock */
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    MPI_OK(MPI_Win_unlock(right, win));
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* Win_free inside lock and lock_all epochs: refused, window still usable */
     MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
     MPI_ERRCLASS(MPI_Win_free(&win), MPI_ERR_RMA_SYNC);
