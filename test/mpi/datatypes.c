@@ -309,7 +309,7 @@ static void run_flavor(int flavor)
 }
 
 /* A vector of 1<<20 one-byte elements (stride 2) each way: must be fast. */
-static void large_vector(void)
+static void large_vector(int create)
 {
     const int n = 1 << 20;
     int right = (rank + 1) % nprocs, left = (rank + nprocs - 1) % nprocs;
@@ -321,7 +321,14 @@ static void large_vector(void)
 
     MPI_Type_vector(n, 1, 2, MPI_CHAR, &vec);
     MPI_Type_commit(&vec);
-    MPI_OK(MPI_Win_allocate(2 * (MPI_Aint)n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    uint8_t *own = NULL;
+    if (create) {
+        own = mem = malloc(2 * (size_t)n);
+        MPI_OK(MPI_Win_create(mem, 2 * (MPI_Aint)n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    } else {
+        MPI_OK(MPI_Win_allocate(2 * (MPI_Aint)n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
+                                &win));
+    }
     for (int i = 0; i < 2 * n; i++) {
         mem[i] = (uint8_t)(i % 251);
         org[i] = (uint8_t)(rank + i % 13);
@@ -356,10 +363,12 @@ static void large_vector(void)
     CHECK(tput < 1.0 && tget < 1.0, "vector of 1<<20 elements: put %.3f s, get %.3f s", tput,
           tget);
     if (rank == 0)
-        printf("large vector (1<<20 elements): put %.4f s, get %.4f s\n", tput, tget);
+        printf("large vector (1<<20 elements, %s window): put %.4f s, get %.4f s\n",
+               create ? "create" : "allocate", tput, tget);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_OK(MPI_Win_free(&win));
     MPI_Type_free(&vec);
+    free(own);
     free(org);
     free(res);
 }
@@ -372,7 +381,8 @@ int main(int argc, char **argv)
     build_cases();
     for (int f = 0; f < NFLAVORS; f++)
         run_flavor(f);
-    large_vector();
+    large_vector(0);
+    large_vector(1);
     for (int i = 0; i < nfree; i++)
         MPI_Type_free(&to_free[i]);
     return rt_finish("datatypes");
