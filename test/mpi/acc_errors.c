@@ -119,7 +119,12 @@ static void errors_on(MPI_Win w, MPI_Aint base, int target, const char *what)
                                     MPI_INT, MPI_SUM, w), MPI_ERR_BUFFER);
     MPI_ERRCLASS(MPI_Rget_accumulate(&one, 1, MPI_INT, ires, 1, MPI_INT, target, base, 1,
                                      MPI_INT, MPI_SUM, w, NULL), MPI_ERR_ARG);
-    /* MPI_PROC_NULL: nothing happens, successfully */
+    /* zero-count operations and MPI_PROC_NULL: nothing happens, successfully */
+    MPI_OK(MPI_Accumulate(ibuf, 0, MPI_INT, target, base, 0, MPI_INT, MPI_SUM, w));
+    MPI_OK(MPI_Get_accumulate(ibuf, 0, MPI_DOUBLE, ires, 0, MPI_DOUBLE, target, base, 0,
+                              MPI_DOUBLE, MPI_PROD, w));
+    MPI_ERRCLASS(MPI_Accumulate(ibuf, 0, MPI_BYTE, target, base, 0, MPI_BYTE, MPI_SUM, w),
+                 MPI_ERR_OP);
     MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, MPI_PROC_NULL, base, 1, MPI_INT, MPI_SUM, w));
     MPI_OK(MPI_Fetch_and_op(&one, ires, MPI_INT, MPI_PROC_NULL, base, MPI_SUM, w));
     MPI_OK(MPI_Compare_and_swap(&one, &cmp, ires, MPI_INT, MPI_PROC_NULL, base, w));

@@ -532,8 +532,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
     a->basic = a->td->basic;
     if (tbytes > 0 && a->basic == MPI_DATATYPE_NULL)
         return rma_err(win, func, MPI_ERR_TYPE, "the target datatype mixes basic datatypes");
-    cls = tbytes > 0 ? rma_acc_type_class(a->basic) : RMA_AC_OTHER;
-    if (cls == RMA_AC_INVALID)
+    cls = a->basic != MPI_DATATYPE_NULL ? rma_acc_type_class(a->basic) : RMA_AC_INVALID;
+    if (tbytes > 0 && cls == RMA_AC_INVALID)
         return rma_err(win, func, MPI_ERR_TYPE, "basic datatype 0x%x cannot be used in "
                        "accumulate operations", (unsigned)a->basic);
     if (tbytes > 0 && a->od && (rc = acc_check_basic(win, a->od, ocount, a->basic, "origin",
@@ -542,10 +542,11 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
     if (tbytes > 0 && a->rd && (rc = acc_check_basic(win, a->rd, rcount, a->basic, "result",
                                                      func)) != MPI_SUCCESS)
         return rc;
-    if (kind == RMA_CAS && cls != RMA_AC_INT && cls != RMA_AC_LOGICAL && cls != RMA_AC_BYTE)
+    if (kind == RMA_CAS && cls != RMA_AC_INT && cls != RMA_AC_LOGICAL && cls != RMA_AC_BYTE &&
+        cls != RMA_AC_INVALID)
         return rma_err(win, func, MPI_ERR_TYPE, "MPI_Compare_and_swap needs an integer, "
                        "logical or byte datatype, not %s", class_names[cls]);
-    if (!(rma_acc_class_ops[cls] >> opi & 1))
+    if (cls != RMA_AC_INVALID && !(rma_acc_class_ops[cls] >> opi & 1))
         return rma_err(win, func, MPI_ERR_OP, "%s is not defined for %s (datatype 0x%x)",
                        op_names[opi], class_names[cls], (unsigned)a->basic);
     if ((opi != RMA_OP_NO_OP && obytes > 0 && origin == NULL) ||

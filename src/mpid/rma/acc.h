@@ -291,6 +291,7 @@ static inline char *rma_acc_fast_target(rma_win_t *win, MPI_Datatype dt, int op,
     return t;
 }
 
+/* MPI_Fetch_and_op: MPI_SUCCESS, or the error raised on the window by the general path. */
 static inline int rma_fetch_and_op(rma_win_t *win, const void *origin, void *result,
                                    MPI_Datatype dt, int trank, MPI_Aint tdisp, MPI_Op op,
                                    const char *func)
@@ -308,6 +309,7 @@ static inline int rma_fetch_and_op(rma_win_t *win, const void *origin, void *res
                         op, func);
 }
 
+/* MPI_Compare_and_swap: MPI_SUCCESS, or the error raised on the window by the general path. */
 static inline int rma_compare_and_swap(rma_win_t *win, const void *origin, const void *compare,
                                        void *result, MPI_Datatype dt, int trank,
                                        MPI_Aint tdisp, const char *func)
@@ -325,7 +327,8 @@ static inline int rma_compare_and_swap(rma_win_t *win, const void *origin, const
                         dt, MPI_REPLACE, func);
 }
 
-/* MPI_Accumulate (result NULL) and MPI_Get_accumulate. */
+/* MPI_Accumulate (kind RMA_ACC, result unused) and MPI_Get_accumulate (RMA_GACC): one
+ * element inline, everything else in rma_acc_slow. MPI_SUCCESS or the error raised. */
 static inline int rma_accumulate(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
                                  MPI_Datatype otype, void *result, MPI_Aint rcount,
                                  MPI_Datatype rtype, int trank, MPI_Aint tdisp, MPI_Aint tcount,
