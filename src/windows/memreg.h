@@ -22,7 +22,9 @@ typedef struct rma_memreg {
     size_t    len;      /* whole pages */
     int       fd;       /* memfd, kept open while registered so peers can pidfd_getfd it */
     uint64_t  seg_id;
-    int       refcnt;   /* windows/regions using it (+1 for an MPI_Alloc_mem block) */
+    uint64_t  ino;      /* the memfd's inode, to recognise its pages in /proc/self/maps */
+    int       refcnt;   /* windows/regions using it (+1 for an MPI_Alloc_mem block); moved
+                         * pages stay registered at 0 until found stale */
     int       kind;
 } rma_memreg_t;
 

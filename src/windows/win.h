@@ -181,6 +181,8 @@ typedef struct rma_win {
     int           seg_fd;       /* rank 0: the segment's descriptor, open until free */
     struct rma_memreg *expose;  /* create flavor: registered region holding base, or NULL */
     void        **dyn_regs;     /* dynamic flavor: rma_memreg of each attached slot */
+    void        **dyn_zero;     /* dynamic flavor: bases attached with size 0 */
+    int           ndyn_zero;
 
     /* PSCW state */
     int          *start_ranks;  /* window ranks of the open access group */

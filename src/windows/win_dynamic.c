@@ -34,8 +34,15 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
                        "the window was not created with MPI_Win_create_dynamic");
     if (size < 0)
         return rma_err(win, func, MPI_ERR_SIZE, "negative size %ld", (long)size);
-    if (size == 0)
+    if (size == 0) {
+        /* nothing to access, but MPI_Win_detach(base) must find it */
+        void **p = realloc(win->dyn_zero, (size_t)(win->ndyn_zero + 1) * sizeof(*p));
+        if (p == NULL)
+            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
+        win->dyn_zero = p;
+        win->dyn_zero[win->ndyn_zero++] = base;
         return MPI_SUCCESS;
+    }
     if (base == NULL)
         return rma_err(win, func, MPI_ERR_BASE, "NULL base with size %ld", (long)size);
     for (pos = 0; pos < n && tab[pos].base < lo; pos++)
@@ -81,6 +88,13 @@ int rma_win_detach(rma_win_t *win, const void *base)
                        "the window was not created with MPI_Win_create_dynamic");
     for (pos = 0; pos < n && tab[pos].base != (uintptr_t)base; pos++)
         ;
+    if (pos == n) {
+        for (int i = 0; i < win->ndyn_zero; i++)
+            if (win->dyn_zero[i] == base) {
+                win->dyn_zero[i] = win->dyn_zero[--win->ndyn_zero];
+                return MPI_SUCCESS;
+            }
+    }
     if (pos == n)
         return rma_err(win, func, MPI_ERR_RMA_ATTACH, "%p is not the base of an attached region",
                        base);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "mpid/rma/env.h"
 
@@ -100,6 +101,17 @@ static MPI_Win_errhandler_function *errh_fn(MPI_Errhandler eh)
     return fn;
 }
 
+/* Aborts the job. The launcher kills the other ranks at once and may drop what this one
+ * printed last, so give it a moment to forward the message first. */
+static void abort_job(int code)
+{
+    struct timespec ts = {0, 200 * 1000 * 1000};
+
+    fflush(stderr);
+    nanosleep(&ts, NULL);
+    PMPI_Abort(MPI_COMM_WORLD, code);
+}
+
 static const char *class_name(int errclass)
 {
     switch (errclass) {
@@ -162,8 +174,7 @@ int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...
     if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT) {
         fprintf(stderr, "librma: fatal error in %s%s: %s [%s]\n", func, where, reason,
                 class_name(errclass));
-        fflush(stderr);
-        PMPI_Abort(MPI_COMM_WORLD, errclass);
+        abort_job(errclass);
         return errclass;
     }
     if (rma_env.verbose)
@@ -182,7 +193,7 @@ int rma_errh_call(rma_win_t *win, int code)
     if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT) {
         fprintf(stderr, "librma: MPI_Win_call_errhandler on window 0x%x: error code %d\n",
                 (unsigned)handle, code);
-        PMPI_Abort(MPI_COMM_WORLD, code);
+        abort_job(code);
         return code;
     }
     fn = errh_fn(eh);

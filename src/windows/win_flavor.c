@@ -192,6 +192,7 @@ static void win_destroy(rma_win_t *win)
             rma_memreg_release(win->dyn_regs[i]);
         free(win->dyn_regs);
     }
+    free(win->dyn_zero);
     rma_memreg_release(win->expose);
     rma_seg_detach(win->seg, win->seg_len);
     if (win->group != MPI_GROUP_NULL)
