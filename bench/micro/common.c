@@ -103,7 +103,7 @@ static void usage(const bench_spec_t *spec, const char *prog)
     if (spec->ops_per_sync > 1)
         printf("  -W N         operations per epoch or flush (default %d)\n", spec->ops_per_sync);
     if (spec->fan_out)
-        printf("  -t one|all   target rank 1 only, or every other rank (default one)\n");
+        printf("  -t one|all   target rank 1 only, or every rank incl. itself (default one)\n");
     printf("  -M           window memory of create/dynamic from MPI_Alloc_mem (default malloc)\n");
     printf("  -L           list the flavors and syncs offered, then exit\n");
 }
@@ -331,16 +331,21 @@ static void setup_roles(bench_t *b)
             b->targets[b->ntargets++] = 1 - r;
             b->origins[b->norigins++] = 1 - r;
         }
-    } else if (r == 0) {
-        b->is_origin = 1;
-        if (b->all_targets)
-            for (int t = 1; t < b->nprocs; t++)
-                b->targets[b->ntargets++] = t;
-        else
-            b->targets[b->ntargets++] = 1;
-    } else if (r == 1 || b->all_targets) {
-        b->is_target = 1;
-        b->origins[b->norigins++] = 0;
+    } else {
+        /* -t all: rank 0 targets every rank, itself included (fine-grain codes put to
+         * their own rank too); otherwise rank 1 only. */
+        if (r == 0) {
+            b->is_origin = 1;
+            if (b->all_targets)
+                for (int t = 0; t < b->nprocs; t++)
+                    b->targets[b->ntargets++] = t;
+            else
+                b->targets[b->ntargets++] = 1;
+        }
+        if (r == 1 || b->all_targets) {
+            b->is_target = 1;
+            b->origins[b->norigins++] = 0;
+        }
     }
 
     MPI_Group world;

@@ -57,7 +57,7 @@ typedef struct bench_spec {
     int iters, iters_large; /* default timed iterations, small and large sizes */
     int warmup, warmup_large;
     int bidir;              /* ranks 0 and 1 are both origin and target of each other */
-    int fan_out;            /* accepts -t one|all: origin 0 targets rank 1 or all others */
+    int fan_out;            /* accepts -t one|all: origin 0 targets rank 1 or every rank */
     int slotted;            /* op j of an epoch uses its own slot j of size bytes */
     int single_elem;        /* one element of elem_size bytes: -m is ignored */
 

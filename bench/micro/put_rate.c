@@ -1,8 +1,9 @@
 /*
  * bench/micro/put_rate.c - message rate of small puts, the fine-grain pattern: rank 0
  * issues W puts of size bytes (default 8 B, W = 64) before one flush, each into its own
- * slot, either all to rank 1 (-t one) or round-robin over every other rank (-t all, then
- * MPI_Win_flush_all); puts per second. Verifies every slot of every target.
+ * slot, either all to rank 1 (-t one) or round-robin over every rank, rank 0 itself
+ * included (-t all, then MPI_Win_flush_all); puts per second. Verifies every slot of every
+ * target.
  */
 #include "common.h"
 
@@ -30,8 +31,8 @@ static const char *check(bench_t *b, size_t size, long nops)
     if (!b->is_target)
         return NULL;
     /* This rank is target number ti of rank 0's nt targets: it got ops ti, ti+nt, ... */
-    int nt = b->all_targets ? b->nprocs - 1 : 1;
-    int ti = b->all_targets ? b->rank - 1 : 0;
+    int nt = b->all_targets ? b->nprocs : 1;
+    int ti = b->all_targets ? b->rank : 0;
     unsigned seed = bench_seed(size, b->origins[0]);
     for (int j = ti, slot = 0; j < b->ops_per_sync; j += nt, slot++) {
         const char *bad = bench_verify(b->win_mem + (size_t)slot * size, size, seed,
