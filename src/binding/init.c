@@ -114,7 +114,7 @@ int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *
                        target, (long)len);
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         char *local;
-        if (rma_win_dyn_resolve(win, target, (uintptr_t)disp, (size_t)len, &local) != 0)
+        if (rma_win_dyn_resolve(win, target, (uintptr_t)disp, (size_t)len, &local, NULL) != 0)
             return rma_err(win, "RMAX_Win_path", MPI_ERR_RMA_RANGE, "not attached");
         *path = local != NULL ? RMAX_PATH_DIRECT : RMAX_PATH_CMA;
         return MPI_SUCCESS;

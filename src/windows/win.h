@@ -242,9 +242,10 @@ int rma_win_free(rma_win_t *win);
 int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size);
 int rma_win_detach(rma_win_t *win, const void *base);
 /* Resolves [addr, addr+len) at a dynamic-window target: *local_p is where it is mapped here,
- * or NULL when it must go through CMA. MPI_SUCCESS or MPI_ERR_RMA_RANGE. */
+ * or NULL when it must go through CMA; *seg_id_p (if not NULL) the region's segment id, 0
+ * when the region is not shared. MPI_SUCCESS or MPI_ERR_RMA_RANGE. */
 int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len,
-                        char **local_p);
+                        char **local_p, uint64_t *seg_id_p);
 
 /* Parses info keys into win->info (defaults first). */
 void rma_win_info_parse(rma_win_t *win, MPI_Info info);

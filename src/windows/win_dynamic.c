@@ -177,13 +177,15 @@ static char *dyn_segment(rma_win_t *win, int target, const rma_dyn_region_t *r)
 }
 
 int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len,
-                        char **local_p)
+                        char **local_p, uint64_t *seg_id_p)
 {
     rma_dyn_region_t r;
     char *seg;
 
     if (!dyn_lookup(win, target, addr, len, &r))
         return MPI_ERR_RMA_RANGE;
+    if (seg_id_p != NULL)
+        *seg_id_p = r.seg_id;
     if (target == win->rank) {
         *local_p = (char *)addr;
         return MPI_SUCCESS;

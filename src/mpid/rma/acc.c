@@ -221,39 +221,6 @@ static int acc_mode_decide(rma_win_t *win)
     return RMA_ACC_MODE_ATOMIC;
 }
 
-/* Segment id of the region of a dynamic window's target holding `addr` (0: not shared, or
- * not found), read under the region table's sequence lock. */
-static uint64_t acc_dyn_seg_id(rma_win_t *win, int trank, uintptr_t addr)
-{
-    rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, trank);
-    rma_dyn_region_t *tab = rma_ctl_dyn(win->ctl, trank);
-    rma_backoff_t bo = RMA_BACKOFF_INIT;
-
-    for (;;) {
-        uint64_t s1 = atomic_load_explicit(&cr->dyn_seq, memory_order_acquire), id = 0;
-        uint32_t n = atomic_load_explicit(&cr->dyn_count, memory_order_relaxed);
-        if (!(s1 & 1)) {
-            if (n > win->ctl->dyn_max)
-                n = win->ctl->dyn_max;
-            for (uint32_t lo = 0, hi = n; lo < hi;) {
-                uint32_t mid = (lo + hi) / 2;
-                if (addr < tab[mid].base) {
-                    hi = mid;
-                } else if (addr - tab[mid].base >= tab[mid].len) {
-                    lo = mid + 1;
-                } else {
-                    id = tab[mid].seg_id;
-                    break;
-                }
-            }
-            atomic_thread_fence(memory_order_acquire);
-            if (atomic_load_explicit(&cr->dyn_seq, memory_order_relaxed) == s1)
-                return id;
-        }
-        rma_backoff(&bo);
-    }
-}
-
 /* ------------------------------------------------------------------ one operation */
 
 typedef struct acc_op {
@@ -585,9 +552,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
     if (win->acc_mode == RMA_ACC_MODE_UNKNOWN)
         win->acc_mode = acc_mode_decide(win);
     if (win->acc_mode == RMA_ACC_MODE_DYNAMIC) {
-        MPI_Aint lo, hi;
-        rma_dtl_span(a->td, tcount, &lo, &hi);
-        mapped = acc_dyn_seg_id(win, trank, a->span.taddr + (uintptr_t)lo) != 0;
+        mapped = a->span.seg_id != 0;
         if (mapped && a->span.local == NULL && a->akind != RMA_AK_LOCKED)
             return rma_err(win, func, MPI_ERR_OTHER, "the region attached at rank %d is "
                            "shared but could not be mapped here; its accumulates need CPU "

@@ -30,6 +30,7 @@ typedef struct rma_tspan {
     uintptr_t taddr;
     uintptr_t map_lo, map_hi;
     char *map_local;
+    uint64_t seg_id; /* dynamic windows: the region's segment id (0: not shared) */
     int pid;
 } rma_tspan_t;
 

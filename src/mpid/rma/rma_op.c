@@ -90,7 +90,7 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
         char *local = NULL;
         if (hi > lo && (tdisp + lo < 0 ||
             rma_win_dyn_resolve(win, trank, (uintptr_t)(tdisp + lo), (size_t)(hi - lo),
-                                &local) != MPI_SUCCESS))
+                                &local, &out->seg_id) != MPI_SUCCESS))
             return rma_err(win, func, MPI_ERR_RMA_RANGE, "no region attached at rank %d holds "
                            "the target bytes [0x%lx, 0x%lx)", trank, (unsigned long)(tdisp + lo),
                            (unsigned long)(tdisp + hi));
