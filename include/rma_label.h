@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define LI_OK             0
+#define LI_OK           0
 #define LI_ERR_ARG      (-1)  /* NULL pointer or zero length where one is needed */
 #define LI_ERR_STATE    (-2)  /* li_begin missing or repeated, or li_end'ed */
 #define LI_ERR_NOTREG   (-3)  /* address not inside any registered area */
@@ -41,8 +41,8 @@ extern "C" {
 #define LI_ERR_OVERLAP  (-7)  /* new area overlaps an area already registered */
 #define LI_ERR_PID      (-8)  /* process id outside [0, li_nprocs()) */
 #define LI_ERR_FORM     (-9)  /* li_ call on an lio_ registration or the reverse */
-#define LI_ERR_NOMEM   (-10)  /* out of memory */
-#define LI_ERR_MPI     (-11)  /* an MPI call failed (its message is printed) */
+#define LI_ERR_NOMEM    (-10) /* out of memory */
+#define LI_ERR_MPI      (-11) /* an MPI call failed (its message is printed) */
 
 /* Short description of an LI_OK or LI_ERR_* code ("unknown error" otherwise). */
 const char *li_errstr(int code);

@@ -12,13 +12,12 @@
 #include "windows/win_error.h"
 
 /* Sets `win` to the window behind `handle` or returns MPI_ERR_WIN raised for `func`. */
-#define RMA_WIN_GET(win, handle, func)                                                        \
-    do {                                                                                      \
-        (win) = rma_win_lookup(handle);                                                       \
-        if (rma_unlikely((win) == NULL))                                                      \
-            return rma_err(NULL, (func), MPI_ERR_WIN, "0x%x is not a valid window%s",         \
-                           (unsigned)(handle), (handle) == MPI_WIN_NULL ? " (MPI_WIN_NULL)"   \
-                                                                        : "");                \
+#define RMA_WIN_GET(win, handle, func)                                                             \
+    do {                                                                                           \
+        (win) = rma_win_lookup(handle);                                                            \
+        if (rma_unlikely((win) == NULL))                                                           \
+            return rma_err(NULL, (func), MPI_ERR_WIN, "0x%x is not a valid window%s",              \
+                           (unsigned)(handle), (handle) == MPI_WIN_NULL ? " (MPI_WIN_NULL)" : ""); \
     } while (0)
 
 /* Starts librma's process-wide state once (environment, transports). */

@@ -92,8 +92,8 @@ int MPI_Free_mem(void *base)
     if (base == NULL)
         return MPI_SUCCESS;
     if (rma_memreg_free(base) != 0)
-        return rma_err(NULL, "MPI_Free_mem", MPI_ERR_BASE,
-                       "%p was not returned by MPI_Alloc_mem", base);
+        return rma_err(NULL, "MPI_Free_mem", MPI_ERR_BASE, "%p was not returned by MPI_Alloc_mem",
+                       base);
     return MPI_SUCCESS;
 }
 
@@ -110,8 +110,8 @@ int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *
 
     RMA_WIN_GET(win, handle, "RMAX_Win_path");
     if ((unsigned)target >= (unsigned)win->nranks || len < 0 || path == NULL)
-        return rma_err(win, "RMAX_Win_path", MPI_ERR_ARG, "bad target %d or length %ld",
-                       target, (long)len);
+        return rma_err(win, "RMAX_Win_path", MPI_ERR_ARG, "bad target %d or length %ld", target,
+                       (long)len);
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         char *local;
         if (rma_win_dyn_resolve(win, target, (uintptr_t)disp, (size_t)len, &local, NULL) != 0)
@@ -121,7 +121,9 @@ int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *
     }
     rma_target_t *tg = &win->targets[target];
     uintptr_t ta = tg->remote_base + (uintptr_t)(disp * tg->disp_unit);
-    *path = tg->map_local != NULL && ta >= tg->map_lo && ta + (uintptr_t)len <=
-            tg->map_lo + tg->map_len ? RMAX_PATH_DIRECT : RMAX_PATH_CMA;
+    *path =
+        tg->map_local != NULL && ta >= tg->map_lo && ta + (uintptr_t)len <= tg->map_lo + tg->map_len
+            ? RMAX_PATH_DIRECT
+            : RMAX_PATH_CMA;
     return MPI_SUCCESS;
 }

@@ -18,17 +18,16 @@ int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origi
                           target_datatype, op, "MPI_Accumulate");
 }
 
-int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count,
-                     MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
-                     MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
-                     MPI_Win handle)
+int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win handle)
 {
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Accumulate_c");
-    return rma_accumulate(win, RMA_ACC, origin_addr, (MPI_Aint)origin_count, origin_datatype,
-                          NULL, 0, MPI_DATATYPE_NULL, target_rank, target_disp,
-                          (MPI_Aint)target_count, target_datatype, op, "MPI_Accumulate_c");
+    return rma_accumulate(win, RMA_ACC, origin_addr, (MPI_Aint)origin_count, origin_datatype, NULL,
+                          0, MPI_DATATYPE_NULL, target_rank, target_disp, (MPI_Aint)target_count,
+                          target_datatype, op, "MPI_Accumulate_c");
 }
 
 int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
@@ -39,10 +38,9 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype o
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Get_accumulate");
-    return rma_accumulate(win, RMA_GACC, origin_addr, origin_count, origin_datatype,
-                          result_addr, result_count, result_datatype, target_rank,
-                          target_disp, target_count, target_datatype, op,
-                          "MPI_Get_accumulate");
+    return rma_accumulate(win, RMA_GACC, origin_addr, origin_count, origin_datatype, result_addr,
+                          result_count, result_datatype, target_rank, target_disp, target_count,
+                          target_datatype, op, "MPI_Get_accumulate");
 }
 
 int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count,
@@ -66,8 +64,8 @@ int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype da
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Fetch_and_op");
-    return rma_fetch_and_op(win, origin_addr, result_addr, datatype, target_rank, target_disp,
-                            op, "MPI_Fetch_and_op");
+    return rma_fetch_and_op(win, origin_addr, result_addr, datatype, target_rank, target_disp, op,
+                            "MPI_Fetch_and_op");
 }
 
 int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
@@ -77,23 +75,24 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Compare_and_swap");
-    return rma_compare_and_swap(win, origin_addr, compare_addr, result_addr, datatype,
-                                target_rank, target_disp, "MPI_Compare_and_swap");
+    return rma_compare_and_swap(win, origin_addr, compare_addr, result_addr, datatype, target_rank,
+                                target_disp, "MPI_Compare_and_swap");
 }
 
 /* Request-based forms are valid only in passive target epochs (MPI-3.1 11.3); operations
  * have completed when the call returns, so the request is complete at once. */
 static int request_acc(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
                        MPI_Datatype otype, void *result, MPI_Aint rcount, MPI_Datatype rtype,
-                       int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,
-                       MPI_Op op, MPI_Request *req, const char *func)
+                       int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, MPI_Op op,
+                       MPI_Request *req, const char *func)
 {
     int rc;
 
     if (req == NULL)
         return rma_err(win, func, MPI_ERR_ARG, "request is NULL");
     if (win->epoch != RMA_EPOCH_LOCK && win->epoch != RMA_EPOCH_LOCK_ALL)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "request-based operations need a passive "
+        return rma_err(win, func, MPI_ERR_RMA_SYNC,
+                       "request-based operations need a passive "
                        "target epoch (MPI_Win_lock or MPI_Win_lock_all)");
     rc = rma_accumulate(win, kind, origin, ocount, otype, result, rcount, rtype, trank, tdisp,
                         tcount, ttype, op, func);
@@ -107,29 +106,26 @@ static int request_acc(rma_win_t *win, int kind, const void *origin, MPI_Aint oc
 
 int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                     int target_rank, MPI_Aint target_disp, int target_count,
-                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win handle,
-                    MPI_Request *request)
+                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win handle, MPI_Request *request)
 {
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Raccumulate");
     return request_acc(win, RMA_ACC, origin_addr, origin_count, origin_datatype, NULL, 0,
-                       MPI_DATATYPE_NULL, target_rank, target_disp, target_count,
-                       target_datatype, op, request, "MPI_Raccumulate");
+                       MPI_DATATYPE_NULL, target_rank, target_disp, target_count, target_datatype,
+                       op, request, "MPI_Raccumulate");
 }
 
-int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count,
-                      MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
-                      MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
-                      MPI_Win handle, MPI_Request *request)
+int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+                      int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win handle, MPI_Request *request)
 {
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Raccumulate_c");
-    return request_acc(win, RMA_ACC, origin_addr, (MPI_Aint)origin_count, origin_datatype,
-                       NULL, 0, MPI_DATATYPE_NULL, target_rank, target_disp,
-                       (MPI_Aint)target_count, target_datatype, op, request,
-                       "MPI_Raccumulate_c");
+    return request_acc(win, RMA_ACC, origin_addr, (MPI_Aint)origin_count, origin_datatype, NULL, 0,
+                       MPI_DATATYPE_NULL, target_rank, target_disp, (MPI_Aint)target_count,
+                       target_datatype, op, request, "MPI_Raccumulate_c");
 }
 
 int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
@@ -147,11 +143,10 @@ int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype 
 }
 
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
-                          MPI_Datatype origin_datatype, void *result_addr,
-                          MPI_Count result_count, MPI_Datatype result_datatype, int target_rank,
-                          MPI_Aint target_disp, MPI_Count target_count,
-                          MPI_Datatype target_datatype, MPI_Op op, MPI_Win handle,
-                          MPI_Request *request)
+                          MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
+                          MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                          MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                          MPI_Win handle, MPI_Request *request)
 {
     rma_win_t *win;
 

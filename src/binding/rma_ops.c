@@ -5,14 +5,14 @@
 #include "mpid/rma/rma.h"
 
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-            int target_rank, MPI_Aint target_disp, int target_count,
-            MPI_Datatype target_datatype, MPI_Win handle)
+            int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+            MPI_Win handle)
 {
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Put");
-    return rma_xfer(win, RMA_PUT, (void *)origin_addr, origin_count, origin_datatype,
-                    target_rank, target_disp, target_count, target_datatype, "MPI_Put");
+    return rma_xfer(win, RMA_PUT, (void *)origin_addr, origin_count, origin_datatype, target_rank,
+                    target_disp, target_count, target_datatype, "MPI_Put");
 }
 
 int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
@@ -22,14 +22,12 @@ int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype orig
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Put_c");
-    return rma_xfer(win, RMA_PUT, (void *)origin_addr, (MPI_Aint)origin_count,
-                    origin_datatype, target_rank, target_disp, (MPI_Aint)target_count,
-                    target_datatype, "MPI_Put_c");
+    return rma_xfer(win, RMA_PUT, (void *)origin_addr, (MPI_Aint)origin_count, origin_datatype,
+                    target_rank, target_disp, (MPI_Aint)target_count, target_datatype, "MPI_Put_c");
 }
 
-int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-            int target_rank, MPI_Aint target_disp, int target_count,
-            MPI_Datatype target_datatype, MPI_Win handle)
+int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win handle)
 {
     rma_win_t *win;
 
@@ -45,22 +43,22 @@ int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_dat
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Get_c");
-    return rma_xfer(win, RMA_GET, origin_addr, (MPI_Aint)origin_count, origin_datatype,
-                    target_rank, target_disp, (MPI_Aint)target_count, target_datatype,
-                    "MPI_Get_c");
+    return rma_xfer(win, RMA_GET, origin_addr, (MPI_Aint)origin_count, origin_datatype, target_rank,
+                    target_disp, (MPI_Aint)target_count, target_datatype, "MPI_Get_c");
 }
 
 /* Request-based operations are valid only in passive target epochs (MPI-3.1 11.3). */
-static int request_op(rma_win_t *win, int kind, void *origin, MPI_Aint ocount,
-                      MPI_Datatype otype, int trank, MPI_Aint tdisp, MPI_Aint tcount,
-                      MPI_Datatype ttype, MPI_Request *req, const char *func)
+static int request_op(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
+                      int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,
+                      MPI_Request *req, const char *func)
 {
     int rc;
 
     if (req == NULL)
         return rma_err(win, func, MPI_ERR_ARG, "request is NULL");
     if (win->epoch != RMA_EPOCH_LOCK && win->epoch != RMA_EPOCH_LOCK_ALL)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "request-based operations need a passive "
+        return rma_err(win, func, MPI_ERR_RMA_SYNC,
+                       "request-based operations need a passive "
                        "target epoch (MPI_Win_lock or MPI_Win_lock_all)");
     rc = rma_xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
     if (rc != MPI_SUCCESS)
@@ -72,15 +70,14 @@ static int request_op(rma_win_t *win, int kind, void *origin, MPI_Aint ocount,
 }
 
 int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-             int target_rank, MPI_Aint target_disp, int target_count,
-             MPI_Datatype target_datatype, MPI_Win handle, MPI_Request *request)
+             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+             MPI_Win handle, MPI_Request *request)
 {
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Rput");
-    return request_op(win, RMA_PUT, (void *)origin_addr, origin_count, origin_datatype,
-                      target_rank, target_disp, target_count, target_datatype, request,
-                      "MPI_Rput");
+    return request_op(win, RMA_PUT, (void *)origin_addr, origin_count, origin_datatype, target_rank,
+                      target_disp, target_count, target_datatype, request, "MPI_Rput");
 }
 
 int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
@@ -90,14 +87,14 @@ int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype ori
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Rput_c");
-    return request_op(win, RMA_PUT, (void *)origin_addr, (MPI_Aint)origin_count,
-                      origin_datatype, target_rank, target_disp, (MPI_Aint)target_count,
-                      target_datatype, request, "MPI_Rput_c");
+    return request_op(win, RMA_PUT, (void *)origin_addr, (MPI_Aint)origin_count, origin_datatype,
+                      target_rank, target_disp, (MPI_Aint)target_count, target_datatype, request,
+                      "MPI_Rput_c");
 }
 
-int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-             int target_rank, MPI_Aint target_disp, int target_count,
-             MPI_Datatype target_datatype, MPI_Win handle, MPI_Request *request)
+int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win handle,
+             MPI_Request *request)
 {
     rma_win_t *win;
 
@@ -114,6 +111,6 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
 
     RMA_WIN_GET(win, handle, "MPI_Rget_c");
     return request_op(win, RMA_GET, origin_addr, (MPI_Aint)origin_count, origin_datatype,
-                      target_rank, target_disp, (MPI_Aint)target_count, target_datatype,
-                      request, "MPI_Rget_c");
+                      target_rank, target_disp, (MPI_Aint)target_count, target_datatype, request,
+                      "MPI_Rget_c");
 }

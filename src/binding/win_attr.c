@@ -43,8 +43,7 @@ static void keyval_unref(keyval_t *kv)
 }
 
 int MPI_Win_create_keyval(MPI_Win_copy_attr_function *copy_fn,
-                          MPI_Win_delete_attr_function *delete_fn, int *keyval,
-                          void *extra_state)
+                          MPI_Win_delete_attr_function *delete_fn, int *keyval, void *extra_state)
 {
     int idx;
 
@@ -101,8 +100,7 @@ static int attr_delete(rma_win_t *win, int i)
     int rc = MPI_SUCCESS;
 
     if (kv->delete_fn != NULL)
-        rc = kv->delete_fn(win->handle, win->attrs[i].keyval, win->attrs[i].value,
-                           kv->extra_state);
+        rc = kv->delete_fn(win->handle, win->attrs[i].keyval, win->attrs[i].value, kv->extra_state);
     if (rc != MPI_SUCCESS)
         return rc;
     keyval_unref(kv);
@@ -120,8 +118,7 @@ int MPI_Win_set_attr(MPI_Win handle, int keyval, void *value)
     if (is_predefined(keyval))
         return rma_err(win, func, MPI_ERR_KEYVAL, "predefined attributes are read-only");
     if (keyval_get(keyval) == NULL)
-        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a window keyval",
-                       (unsigned)keyval);
+        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a window keyval", (unsigned)keyval);
     i = attr_find(win, keyval);
     if (i >= 0) {
         rc = attr_delete(win, i);
@@ -167,8 +164,7 @@ int MPI_Win_get_attr(MPI_Win handle, int keyval, void *value, int *flag)
     }
     if (keyval_get(keyval) == NULL) {
         *flag = 0;
-        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a window keyval",
-                       (unsigned)keyval);
+        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a window keyval", (unsigned)keyval);
     }
     i = attr_find(win, keyval);
     *flag = i >= 0;

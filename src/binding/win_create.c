@@ -20,8 +20,8 @@ static int check_create_args(const char *func, MPI_Aint size, MPI_Aint disp_unit
     return MPI_SUCCESS;
 }
 
-static int win_create(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
-                      MPI_Comm comm, MPI_Win *handle, const char *func)
+static int win_create(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                      MPI_Win *handle, const char *func)
 {
     rma_win_t *win;
     int rc = check_create_args(func, size, disp_unit, handle);
@@ -43,8 +43,8 @@ int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     return win_create(base, size, disp_unit, info, comm, win, "MPI_Win_create");
 }
 
-int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
-                     MPI_Comm comm, MPI_Win *win)
+int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                     MPI_Win *win)
 {
     return win_create(base, size, disp_unit, info, comm, win, "MPI_Win_create_c");
 }
@@ -66,8 +66,8 @@ static int win_allocate(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Co
     return rc;
 }
 
-int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-                     void *baseptr, MPI_Win *win)
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                     MPI_Win *win)
 {
     return win_allocate(size, disp_unit, info, comm, baseptr, win, 0, "MPI_Win_allocate");
 }
@@ -81,15 +81,13 @@ int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Com
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                             void *baseptr, MPI_Win *win)
 {
-    return win_allocate(size, disp_unit, info, comm, baseptr, win, 1,
-                        "MPI_Win_allocate_shared");
+    return win_allocate(size, disp_unit, info, comm, baseptr, win, 1, "MPI_Win_allocate_shared");
 }
 
 int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                               void *baseptr, MPI_Win *win)
 {
-    return win_allocate(size, disp_unit, info, comm, baseptr, win, 1,
-                        "MPI_Win_allocate_shared_c");
+    return win_allocate(size, disp_unit, info, comm, baseptr, win, 1, "MPI_Win_allocate_shared_c");
 }
 
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *handle)
@@ -148,7 +146,8 @@ static int shared_query(MPI_Win handle, int rank, MPI_Aint *size, MPI_Aint *disp
 
     RMA_WIN_GET(win, handle, func);
     if (win->flavor != MPI_WIN_FLAVOR_SHARED && win->flavor != MPI_WIN_FLAVOR_ALLOCATE)
-        return rma_err(win, func, MPI_ERR_RMA_FLAVOR, "the window's memory is not shared "
+        return rma_err(win, func, MPI_ERR_RMA_FLAVOR,
+                       "the window's memory is not shared "
                        "(created with MPI_Win_create or MPI_Win_create_dynamic)");
     if (size == NULL || disp_unit == NULL || baseptr == NULL)
         return rma_err(win, func, MPI_ERR_ARG, "an output argument is NULL");
@@ -163,8 +162,8 @@ static int shared_query(MPI_Win handle, int rank, MPI_Aint *size, MPI_Aint *disp
             return MPI_SUCCESS;
         }
     } else if ((unsigned)rank >= (unsigned)win->nranks) {
-        return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d",
-                       rank, win->nranks);
+        return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d", rank,
+                       win->nranks);
     }
     tg = &win->targets[rank];
     *size = tg->size;
@@ -176,8 +175,7 @@ static int shared_query(MPI_Win handle, int rank, MPI_Aint *size, MPI_Aint *disp
 int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
 {
     MPI_Aint du = 0;
-    int rc = shared_query(win, rank, size, disp_unit ? &du : NULL, baseptr,
-                          "MPI_Win_shared_query");
+    int rc = shared_query(win, rank, size, disp_unit ? &du : NULL, baseptr, "MPI_Win_shared_query");
     if (rc == MPI_SUCCESS)
         *disp_unit = (int)du;
     return rc;

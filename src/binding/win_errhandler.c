@@ -27,8 +27,7 @@ int MPI_Win_set_errhandler(MPI_Win handle, MPI_Errhandler errhandler)
 
     RMA_WIN_GET(win, handle, "MPI_Win_set_errhandler");
     if (!rma_errh_valid(errhandler))
-        return rma_err(win, "MPI_Win_set_errhandler", MPI_ERR_ARG,
-                       "not a window error handler");
+        return rma_err(win, "MPI_Win_set_errhandler", MPI_ERR_ARG, "not a window error handler");
     rma_errh_ref(errhandler);
     rma_errh_unref(win->errhandler);
     win->errhandler = errhandler;

@@ -20,28 +20,28 @@ rma_li_state_t rma_li_state;
 const char *li_errstr(int code)
 {
     switch (code) {
-    case LI_OK:           return "success";
-    case LI_ERR_ARG:      return "invalid argument";
-    case LI_ERR_STATE:    return "li_begin not called, called twice, or after li_end";
-    case LI_ERR_NOTREG:   return "address not inside a registered area";
-    case LI_ERR_RANGE:    return "transfer runs past the end of the registered area";
-    case LI_ERR_NOTINIT:  return "area not committed and initialized";
+    case LI_OK: return "success";
+    case LI_ERR_ARG: return "invalid argument";
+    case LI_ERR_STATE: return "li_begin not called, called twice, or after li_end";
+    case LI_ERR_NOTREG: return "address not inside a registered area";
+    case LI_ERR_RANGE: return "transfer runs past the end of the registered area";
+    case LI_ERR_NOTINIT: return "area not committed and initialized";
     case LI_ERR_MISMATCH: return "ranks registered or deregistered different areas";
-    case LI_ERR_OVERLAP:  return "area overlaps a registered area";
-    case LI_ERR_PID:      return "process id out of range";
-    case LI_ERR_FORM:     return "li_ and lio_ calls mixed on one area";
-    case LI_ERR_NOMEM:    return "out of memory";
-    case LI_ERR_MPI:      return "an MPI call failed";
-    default:              return "unknown error";
+    case LI_ERR_OVERLAP: return "area overlaps a registered area";
+    case LI_ERR_PID: return "process id out of range";
+    case LI_ERR_FORM: return "li_ and lio_ calls mixed on one area";
+    case LI_ERR_NOMEM: return "out of memory";
+    case LI_ERR_MPI: return "an MPI call failed";
+    default: return "unknown error";
     }
 }
 
 static const char *code_name(int code)
 {
     static const char *const names[] = {
-        "LI_OK", "LI_ERR_ARG", "LI_ERR_STATE", "LI_ERR_NOTREG", "LI_ERR_RANGE",
-        "LI_ERR_NOTINIT", "LI_ERR_MISMATCH", "LI_ERR_OVERLAP", "LI_ERR_PID", "LI_ERR_FORM",
-        "LI_ERR_NOMEM", "LI_ERR_MPI",
+        "LI_OK",        "LI_ERR_ARG",     "LI_ERR_STATE",    "LI_ERR_NOTREG",
+        "LI_ERR_RANGE", "LI_ERR_NOTINIT", "LI_ERR_MISMATCH", "LI_ERR_OVERLAP",
+        "LI_ERR_PID",   "LI_ERR_FORM",    "LI_ERR_NOMEM",    "LI_ERR_MPI",
     };
 
     return code <= 0 && -code < (int)(sizeof(names) / sizeof(names[0])) ? names[-code] : "?";
@@ -151,7 +151,7 @@ static int by_form_seq(const void *pa, const void *pb)
 int li_end(void)
 {
     rma_li_state_t *s = &rma_li_state;
-    struct collect_ctx c = { NULL, 0 };
+    struct collect_ctx c = {NULL, 0};
     int rc = LI_OK, mrc;
 
     if (!s->begun)
@@ -246,8 +246,8 @@ int rma_li_register(enum rma_li_form form, void *addr, size_t len, const char *f
     if (rc != 0) {
         free(a);
         if (rc == -EEXIST)
-            return rma_li_error(LI_ERR_OVERLAP, fn, "[%p, +%zu) overlaps a registered area",
-                                addr, len);
+            return rma_li_error(LI_ERR_OVERLAP, fn, "[%p, +%zu) overlaps a registered area", addr,
+                                len);
         if (rc == -EINVAL)
             return rma_li_error(LI_ERR_ARG, fn, "[%p, +%zu) wraps the address space", addr, len);
         return rma_li_error(LI_ERR_NOMEM, fn, "no memory for the address table");
@@ -295,12 +295,12 @@ int rma_li_commit_check(enum rma_li_form form, const char *fn)
 {
     rma_li_state_t *s = &rma_li_state;
     rma_li_pending_t *p = &s->pending[form];
-    uint64_t h = 1469598103934665603ULL;    /* FNV-1a over lengths and init flags */
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over lengths and init flags */
     int64_t v[2];
     int ok;
 
     for (rma_li_area_t *a = p->head; a != NULL; a = a->next) {
-        uint64_t words[2] = { (uint64_t)a->len, (uint64_t)a->init_pending };
+        uint64_t words[2] = {(uint64_t)a->len, (uint64_t)a->init_pending};
         for (int w = 0; w < 2; w++) {
             for (int b = 0; b < 8; b++) {
                 h ^= (words[w] >> (8 * b)) & 0xff;
@@ -318,7 +318,8 @@ int rma_li_commit_check(enum rma_li_form form, const char *fn)
     /* every rank reached the same verdict: drop the pending registrations everywhere */
     rma_li_error(LI_ERR_MISMATCH, fn,
                  "ranks registered different areas since the last commit (this rank: %d "
-                 "pending); they were dropped", p->count);
+                 "pending); they were dropped",
+                 p->count);
     while (p->head != NULL) {
         rma_li_area_t *a = p->head;
         p->head = a->next;
@@ -331,14 +332,12 @@ int rma_li_commit_check(enum rma_li_form form, const char *fn)
     return LI_ERR_MISMATCH;
 }
 
-int rma_li_lookup(enum rma_li_form form, const void *addr, const char *fn,
-                  rma_li_area_t **area_p)
+int rma_li_lookup(enum rma_li_form form, const void *addr, const char *fn, rma_li_area_t **area_p)
 {
     rma_li_area_t *a = rma_lwt_find(&rma_li_state.table, (uintptr_t)addr, 1, NULL, NULL);
 
     if (a == NULL)
-        return rma_li_error(LI_ERR_NOTREG, fn, "address %p is not inside a registered area",
-                            addr);
+        return rma_li_error(LI_ERR_NOTREG, fn, "address %p is not inside a registered area", addr);
     if (a->form != form)
         return rma_li_error(LI_ERR_FORM, fn, "area at %p was registered with %s", addr,
                             a->form == RMA_LI_SINGLE ? "li_register" : "lio_register");
@@ -346,8 +345,8 @@ int rma_li_lookup(enum rma_li_form form, const void *addr, const char *fn,
     return LI_OK;
 }
 
-int rma_li_xfer(enum rma_li_form form, int is_put, int pid, void *local,
-                const void *raddr, size_t off, size_t len, const char *fn)
+int rma_li_xfer(enum rma_li_form form, int is_put, int pid, void *local, const void *raddr,
+                size_t off, size_t len, const char *fn)
 {
     rma_li_state_t *s = &rma_li_state;
     rma_li_area_t *a;
@@ -375,7 +374,8 @@ int rma_li_xfer(enum rma_li_form form, int is_put, int pid, void *local,
     if (off > a->len - rel || len > a->len - rel - off)
         return rma_li_error(LI_ERR_RANGE, fn,
                             "%zu bytes at offset %zu from %p pass the end of the %zu-byte "
-                            "area at %p", len, off, raddr, a->len, (void *)a->start);
+                            "area at %p",
+                            len, off, raddr, a->len, (void *)a->start);
     if (len == 0)
         return LI_OK;
     if (form == RMA_LI_SINGLE) {
@@ -409,8 +409,8 @@ int rma_li_deregister_check(enum rma_li_form form, void *addr, const char *fn,
         return lrc;
     lrc = rma_li_lookup(form, addr, fn, &a);
     if (lrc == LI_OK && a->start != (uintptr_t)addr)
-        lrc = rma_li_error(LI_ERR_NOTREG, fn, "%p is inside the area at %p, not its start",
-                           addr, (void *)a->start);
+        lrc = rma_li_error(LI_ERR_NOTREG, fn, "%p is inside the area at %p, not its start", addr,
+                           (void *)a->start);
     if (lrc == LI_OK && !a->committed)
         lrc = rma_li_error(LI_ERR_NOTINIT, fn, "area at %p was never committed", addr);
     /* every rank joins the check, also one that failed locally, so none blocks */
@@ -422,7 +422,8 @@ int rma_li_deregister_check(enum rma_li_form form, void *addr, const char *fn,
     if (!ok)
         return rma_li_error(LI_ERR_MISMATCH, fn,
                             "ranks deregistered different areas (this rank: registration #%lld "
-                            "at %p); nothing removed", (long long)a->seq, addr);
+                            "at %p); nothing removed",
+                            (long long)a->seq, addr);
     rma_lwt_remove(&s->table, a->start);
     *area_p = a;
     return LI_OK;

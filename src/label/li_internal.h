@@ -20,13 +20,13 @@ typedef struct rma_li_area {
     uintptr_t start;
     size_t len;
     enum rma_li_form form;
-    int committed;              /* li_commit/lio_commit has made it effective */
-    int init_pending;           /* labeled: lio_init came before lio_commit */
-    int epoch_open;             /* labeled: its window's fence epoch is open */
-    int64_t seq;                /* per-form registration number, same on all ranks */
-    MPI_Win win;                /* labeled: the area's own window */
-    MPI_Aint *bases;            /* single: the area's address on every rank */
-    struct rma_li_area *next;   /* pending list link (registration order) */
+    int committed;            /* li_commit/lio_commit has made it effective */
+    int init_pending;         /* labeled: lio_init came before lio_commit */
+    int epoch_open;           /* labeled: its window's fence epoch is open */
+    int64_t seq;              /* per-form registration number, same on all ranks */
+    MPI_Win win;              /* labeled: the area's own window */
+    MPI_Aint *bases;          /* single: the area's address on every rank */
+    struct rma_li_area *next; /* pending list link (registration order) */
 } rma_li_area_t;
 
 typedef struct rma_li_pending {
@@ -37,11 +37,11 @@ typedef struct rma_li_pending {
 
 typedef struct rma_li_state {
     int begun;
-    int we_initialized;         /* li_begin called MPI_Init */
+    int we_initialized; /* li_begin called MPI_Init */
     MPI_Comm comm;
     int nprocs;
     int pid;
-    rma_lwt_t table;            /* local address -> rma_li_area_t */
+    rma_lwt_t table; /* local address -> rma_li_area_t */
     rma_li_pending_t pending[RMA_LI_NFORMS];
     int64_t seq_next[RMA_LI_NFORMS];
     /* single-window form */
@@ -82,16 +82,15 @@ int rma_li_agree(int64_t v, const char *fn);
  * Find the area holding addr for a call of form fn_form. Returns LI_OK and
  * the area in *area_p, or LI_ERR_NOTREG / LI_ERR_FORM with a message.
  */
-int rma_li_lookup(enum rma_li_form form, const void *addr, const char *fn,
-                  rma_li_area_t **area_p);
+int rma_li_lookup(enum rma_li_form form, const void *addr, const char *fn, rma_li_area_t **area_p);
 
 /*
  * Shared body of every put and get: checks pid, area, init state and range,
  * then issues MPI_Put (is_put) or MPI_Get on win at target displacement
  * base + (raddr - area start) + off. Nothing is issued on error.
  */
-int rma_li_xfer(enum rma_li_form form, int is_put, int pid, void *local,
-                const void *raddr, size_t off, size_t len, const char *fn);
+int rma_li_xfer(enum rma_li_form form, int is_put, int pid, void *local, const void *raddr,
+                size_t off, size_t len, const char *fn);
 
 /* Free an area's memory after it left the table (no MPI calls). */
 void rma_li_area_free(rma_li_area_t *a);

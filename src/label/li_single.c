@@ -33,7 +33,7 @@ int li_init(void)
     if (rc != LI_OK)
         return rc;
     if (!s->swin_created) {
-        s->s_init_pending = 1;      /* takes effect at the first li_commit */
+        s->s_init_pending = 1; /* takes effect at the first li_commit */
         return LI_OK;
     }
     if (s->s_epoch_open)
@@ -82,8 +82,9 @@ int li_commit(void)
                 free(a->bases);
                 a->bases = NULL;
             }
-            return mrc < 0 ? mrc : rma_li_error(LI_ERR_NOMEM, "li_commit",
-                                                "no memory (here or on another rank)");
+            return mrc < 0 ? mrc
+                           : rma_li_error(LI_ERR_NOMEM, "li_commit",
+                                          "no memory (here or on another rank)");
         }
         for (i = 0, a = p->head; a != NULL; a = a->next, i++) {
             mrc = MPI_Win_attach(s->swin, (void *)a->start, (MPI_Aint)a->len);

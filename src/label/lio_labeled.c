@@ -40,10 +40,12 @@ int lio_init(void *addr)
     if (lrc != LI_OK)
         return lrc;
     if (!ok)
-        return rma_li_error(LI_ERR_MISMATCH, "lio_init", "ranks named different areas "
-                            "(this rank: registration #%lld)", (long long)a->seq);
+        return rma_li_error(LI_ERR_MISMATCH, "lio_init",
+                            "ranks named different areas "
+                            "(this rank: registration #%lld)",
+                            (long long)a->seq);
     if (!a->committed) {
-        a->init_pending = 1;        /* lio_commit opens the epoch */
+        a->init_pending = 1; /* lio_commit opens the epoch */
         return LI_OK;
     }
     if (a->epoch_open)
@@ -64,8 +66,8 @@ int lio_commit(void)
         return rc;
     while (p->head != NULL) {
         rma_li_area_t *a = p->head;
-        mrc = MPI_Win_create((void *)a->start, (MPI_Aint)a->len, 1, MPI_INFO_NULL, s->comm,
-                             &a->win);
+        mrc =
+            MPI_Win_create((void *)a->start, (MPI_Aint)a->len, 1, MPI_INFO_NULL, s->comm, &a->win);
         if (mrc != MPI_SUCCESS)
             return rma_li_mpi_error("lio_commit", "MPI_Win_create", mrc);
         MPI_Win_set_errhandler(a->win, MPI_ERRORS_RETURN);
@@ -105,8 +107,10 @@ int lio_sync(void *addr)
     if (rc != LI_OK)
         return rc;
     if (!a->committed || !a->epoch_open)
-        return rma_li_error(LI_ERR_NOTINIT, "lio_sync", "area at %p is not committed and "
-                            "initialized", addr);
+        return rma_li_error(LI_ERR_NOTINIT, "lio_sync",
+                            "area at %p is not committed and "
+                            "initialized",
+                            addr);
     return area_fence(a, "lio_sync");
 }
 

@@ -45,12 +45,14 @@ int rma_fence(rma_win_t *win, int assert)
     static const char func[] = "MPI_Win_fence";
 
     if (assert & ~FENCE_ASSERTS)
-        return rma_err(win, func, MPI_ERR_ASSERT, "assert 0x%x has bits that are not fence "
-                       "assertions", (unsigned)assert);
+        return rma_err(win, func, MPI_ERR_ASSERT,
+                       "assert 0x%x has bits that are not fence "
+                       "assertions",
+                       (unsigned)assert);
     if (win->epoch != RMA_EPOCH_NONE && win->epoch != RMA_EPOCH_FENCE)
         return rma_err(win, func, MPI_ERR_RMA_SYNC, "a %s epoch is open on this window",
-                       win->epoch == RMA_EPOCH_PSCW ? "post-start-complete-wait access" :
-                       "passive target (lock)");
+                       win->epoch == RMA_EPOCH_PSCW ? "post-start-complete-wait access"
+                                                    : "passive target (lock)");
     if (win->exposure_open)
         return rma_err(win, func, MPI_ERR_RMA_SYNC,
                        "an exposure epoch opened by MPI_Win_post is still open");
@@ -86,7 +88,8 @@ int rma_sync_leave_fence(rma_win_t *win, const char *func)
     if (win->epoch != RMA_EPOCH_FENCE)
         return MPI_SUCCESS;
     if (win->ops_in_fence)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "operations were issued in the open fence "
+        return rma_err(win, func, MPI_ERR_RMA_SYNC,
+                       "operations were issued in the open fence "
                        "epoch; end it with MPI_Win_fence first");
     win->epoch = RMA_EPOCH_NONE;
     win->all_access = 0;

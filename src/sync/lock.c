@@ -18,8 +18,7 @@ static void lock_acquire(rma_win_t *win, int rank, int lock_type)
         for (;;) {
             uint64_t expect = 0;
             if (atomic_compare_exchange_weak_explicit(w, &expect, RMA_LOCK_EXCL,
-                                                      memory_order_acquire,
-                                                      memory_order_relaxed))
+                                                      memory_order_acquire, memory_order_relaxed))
                 return;
             rma_backoff(&bo);
         }
@@ -49,18 +48,21 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
     int rc;
 
     if (lock_type != MPI_LOCK_SHARED && lock_type != MPI_LOCK_EXCLUSIVE)
-        return rma_err(win, func, MPI_ERR_LOCKTYPE, "lock type %d is neither MPI_LOCK_SHARED "
-                       "nor MPI_LOCK_EXCLUSIVE", lock_type);
+        return rma_err(win, func, MPI_ERR_LOCKTYPE,
+                       "lock type %d is neither MPI_LOCK_SHARED "
+                       "nor MPI_LOCK_EXCLUSIVE",
+                       lock_type);
     if (rank == MPI_PROC_NULL)
         return MPI_SUCCESS;
     if ((unsigned)rank >= (unsigned)win->nranks)
-        return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d",
-                       rank, win->nranks);
+        return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d", rank,
+                       win->nranks);
     if (assert & ~MPI_MODE_NOCHECK)
         return rma_err(win, func, MPI_ERR_ASSERT, "assert 0x%x is not valid for lock",
                        (unsigned)assert);
     if (win->info.no_locks)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "the window was created with the info key "
+        return rma_err(win, func, MPI_ERR_RMA_SYNC,
+                       "the window was created with the info key "
                        "no_locks=true");
     tg = &win->targets[rank];
     if (tg->lock_type)
@@ -68,12 +70,12 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
                        rank);
     if (win->epoch == RMA_EPOCH_PSCW || win->epoch == RMA_EPOCH_LOCK_ALL)
         return rma_err(win, func, MPI_ERR_RMA_SYNC, "a %s epoch is open on this window",
-                       win->epoch == RMA_EPOCH_PSCW ? "post-start-complete-wait access" :
-                       "lock_all");
+                       win->epoch == RMA_EPOCH_PSCW ? "post-start-complete-wait access"
+                                                    : "lock_all");
     rc = rma_sync_leave_fence(win, func);
     if (rc != MPI_SUCCESS)
         return rc;
-    tg->lock_nocheck = (assert & MPI_MODE_NOCHECK) != 0;
+    tg->lock_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
     if (!tg->lock_nocheck)
         lock_acquire(win, rank, lock_type);
     tg->lock_type = (uint8_t)lock_type;
@@ -91,12 +93,11 @@ int rma_unlock(rma_win_t *win, int rank)
     if (rank == MPI_PROC_NULL)
         return MPI_SUCCESS;
     if ((unsigned)rank >= (unsigned)win->nranks)
-        return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d",
-                       rank, win->nranks);
+        return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d", rank,
+                       win->nranks);
     tg = &win->targets[rank];
     if (win->epoch != RMA_EPOCH_LOCK || !tg->lock_type)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "rank %d is not locked by this process",
-                       rank);
+        return rma_err(win, func, MPI_ERR_RMA_SYNC, "rank %d is not locked by this process", rank);
     atomic_thread_fence(memory_order_seq_cst);
     if (!tg->lock_nocheck)
         lock_release(win, rank, tg->lock_type);
@@ -116,14 +117,15 @@ int rma_lock_all(rma_win_t *win, int assert)
         return rma_err(win, func, MPI_ERR_ASSERT, "assert 0x%x is not valid for lock_all",
                        (unsigned)assert);
     if (win->info.no_locks)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "the window was created with the info key "
+        return rma_err(win, func, MPI_ERR_RMA_SYNC,
+                       "the window was created with the info key "
                        "no_locks=true");
     if (win->epoch != RMA_EPOCH_NONE && win->epoch != RMA_EPOCH_FENCE)
         return rma_err(win, func, MPI_ERR_RMA_SYNC, "an access epoch is already open");
     rc = rma_sync_leave_fence(win, func);
     if (rc != MPI_SUCCESS)
         return rc;
-    win->targets[0].lock_nocheck = (assert & MPI_MODE_NOCHECK) != 0;
+    win->targets[0].lock_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
     if (!win->targets[0].lock_nocheck)
         for (int t = 0; t < win->nranks; t++)
             lock_acquire(win, t, MPI_LOCK_SHARED);
@@ -155,8 +157,8 @@ int rma_flush_error(rma_win_t *win, int rank, const char *func)
         return rma_err(win, func, MPI_ERR_RMA_SYNC,
                        "no passive target epoch (lock or lock_all) is open");
     if ((unsigned)rank >= (unsigned)win->nranks)
-        return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d",
-                       rank, win->nranks);
+        return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d", rank,
+                       win->nranks);
     return rma_err(win, func, MPI_ERR_RMA_SYNC,
                    "rank %d is not in a passive target epoch (lock or lock_all)", rank);
 }

@@ -20,8 +20,7 @@ static int group_ranks(rma_win_t *win, MPI_Group group, int *ranks)
 {
     int n, *in;
 
-    if (group == MPI_GROUP_NULL || PMPI_Group_size(group, &n) != MPI_SUCCESS ||
-        n > win->nranks)
+    if (group == MPI_GROUP_NULL || PMPI_Group_size(group, &n) != MPI_SUCCESS || n > win->nranks)
         return -1;
     if (n == 0)
         return 0;
@@ -87,11 +86,11 @@ int rma_start(rma_win_t *win, MPI_Group group, int assert)
         return rma_err(win, func, MPI_ERR_GROUP, "the group is not a subgroup of the window");
     for (int i = 0; i < n; i++) {
         int t = win->start_ranks[i];
-        if (!(assert & MPI_MODE_NOCHECK)) {
+        if (!(assert &MPI_MODE_NOCHECK)) {
             _Atomic uint32_t *p = rma_ctl_post(win->ctl, win->rank, t);
             rma_backoff_t bo = RMA_BACKOFF_INIT;
-            while ((int32_t)(atomic_load_explicit(p, memory_order_acquire) -
-                             win->post_seen[t]) <= 0)
+            while ((int32_t)(atomic_load_explicit(p, memory_order_acquire) - win->post_seen[t]) <=
+                   0)
                 rma_backoff(&bo);
             win->post_seen[t]++;
         }

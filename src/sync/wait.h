@@ -25,7 +25,10 @@ typedef struct rma_backoff {
     int spins;
 } rma_backoff_t;
 
-#define RMA_BACKOFF_INIT {0}
+#define RMA_BACKOFF_INIT                                                                           \
+    {                                                                                              \
+        0                                                                                          \
+    }
 
 /* One step of waiting: a pause while under the spin budget, then sched_yield. */
 static inline void rma_backoff(rma_backoff_t *b)

@@ -16,11 +16,11 @@
 
 struct rma_lwt_node {
     uintptr_t start;
-    uintptr_t last;             /* inclusive: start + len - 1 */
+    uintptr_t last; /* inclusive: start + len - 1 */
     void *value;
     rma_lwt_node_t *left;
     rma_lwt_node_t *right;
-    int height;                 /* leaf = 1 */
+    int height; /* leaf = 1 */
 };
 
 int rma_lwt_init(rma_lwt_t *t)
@@ -138,8 +138,8 @@ int rma_lwt_insert(rma_lwt_t *t, uintptr_t start, size_t len, void *value)
     return 0;
 }
 
-void *rma_lwt_find(const rma_lwt_t *t, uintptr_t addr, size_t len,
-                   uintptr_t *start_p, size_t *len_p)
+void *rma_lwt_find(const rma_lwt_t *t, uintptr_t addr, size_t len, uintptr_t *start_p,
+                   size_t *len_p)
 {
     const rma_lwt_node_t *n;
     uintptr_t alast;
@@ -188,8 +188,7 @@ static rma_lwt_node_t *detach_min(rma_lwt_node_t *n, rma_lwt_node_t **min_p)
     return rebalance(n);
 }
 
-static rma_lwt_node_t *remove_node(rma_lwt_node_t *n, uintptr_t start,
-                                   rma_lwt_node_t **found_p)
+static rma_lwt_node_t *remove_node(rma_lwt_node_t *n, uintptr_t start, rma_lwt_node_t **found_p)
 {
     rma_lwt_node_t *succ;
 
@@ -240,8 +239,8 @@ size_t rma_lwt_count(const rma_lwt_t *t)
     return t != NULL ? t->count : 0;
 }
 
-static int foreach_node(const rma_lwt_node_t *n,
-                        int (*fn)(uintptr_t, size_t, void *, void *), void *arg)
+static int foreach_node(const rma_lwt_node_t *n, int (*fn)(uintptr_t, size_t, void *, void *),
+                        void *arg)
 {
     int rc;
 
@@ -257,8 +256,7 @@ static int foreach_node(const rma_lwt_node_t *n,
 }
 
 int rma_lwt_foreach(const rma_lwt_t *t,
-                    int (*fn)(uintptr_t start, size_t len, void *value, void *arg),
-                    void *arg)
+                    int (*fn)(uintptr_t start, size_t len, void *value, void *arg), void *arg)
 {
     if (t == NULL || fn == NULL)
         return 0;

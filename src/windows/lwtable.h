@@ -39,8 +39,8 @@ int rma_lwt_insert(rma_lwt_t *t, uintptr_t start, size_t len, void *value);
  * *start_p and *len_p when they are not NULL. Returns NULL (outputs untouched)
  * if no single range holds the whole span.
  */
-void *rma_lwt_find(const rma_lwt_t *t, uintptr_t addr, size_t len,
-                   uintptr_t *start_p, size_t *len_p);
+void *rma_lwt_find(const rma_lwt_t *t, uintptr_t addr, size_t len, uintptr_t *start_p,
+                   size_t *len_p);
 
 /*
  * 1 if [addr, addr+len) shares at least one byte with a range in the table,
@@ -66,8 +66,7 @@ size_t rma_lwt_count(const rma_lwt_t *t);
  * fn must not modify the table.
  */
 int rma_lwt_foreach(const rma_lwt_t *t,
-                    int (*fn)(uintptr_t start, size_t len, void *value, void *arg),
-                    void *arg);
+                    int (*fn)(uintptr_t start, size_t len, void *value, void *arg), void *arg);
 
 /* Height of the tree (0 when empty); for tests and diagnostics. */
 int rma_lwt_height(const rma_lwt_t *t);

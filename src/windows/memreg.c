@@ -258,8 +258,8 @@ rma_memreg_t *rma_memreg_expose(void *addr, size_t len)
     pthread_mutex_lock(&memreg_lock);
     table_ready();
     reg = rma_lwt_find(&memreg_table, lo, hi - lo, NULL, NULL);
-    if (reg != NULL && (reg->refcnt > 0 || reg->kind != RMA_MEMREG_REMAP ||
-                        reg_still_mapped(reg))) {
+    if (reg != NULL &&
+        (reg->refcnt > 0 || reg->kind != RMA_MEMREG_REMAP || reg_still_mapped(reg))) {
         reg->refcnt++;
         goto out;
     }

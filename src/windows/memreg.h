@@ -18,14 +18,14 @@
 enum { RMA_MEMREG_ALLOC = 1, RMA_MEMREG_REMAP = 2 };
 
 typedef struct rma_memreg {
-    uintptr_t base;     /* page aligned */
-    size_t    len;      /* whole pages */
-    int       fd;       /* memfd, kept open while registered so peers can pidfd_getfd it */
-    uint64_t  seg_id;
-    uint64_t  ino;      /* the memfd's inode, to recognise its pages in /proc/self/maps */
-    int       refcnt;   /* windows/regions using it (+1 for an MPI_Alloc_mem block); moved
+    uintptr_t base; /* page aligned */
+    size_t len;     /* whole pages */
+    int fd;         /* memfd, kept open while registered so peers can pidfd_getfd it */
+    uint64_t seg_id;
+    uint64_t ino; /* the memfd's inode, to recognise its pages in /proc/self/maps */
+    int refcnt;   /* windows/regions using it (+1 for an MPI_Alloc_mem block); moved
                          * pages stay registered at 0 until found stale */
-    int       kind;
+    int kind;
 } rma_memreg_t;
 
 /* MPI_Alloc_mem: shared, registered memory. NULL on failure (errno set). */

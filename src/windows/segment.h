@@ -16,8 +16,8 @@
 
 /* What a peer needs to map a segment. */
 typedef struct rma_seg_desc {
-    int32_t  pid;
-    int32_t  fd;
+    int32_t pid;
+    int32_t fd;
     uint64_t len;
     uint64_t seg_id;
 } rma_seg_desc_t;

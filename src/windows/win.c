@@ -25,8 +25,8 @@ rma_win_t *rma_win_new(void)
             break;
     if (idx == rma_win_table_size) {
         unsigned cap = rma_win_table_size ? 2 * rma_win_table_size : 16;
-        rma_win_t **t = cap <= RMA_WIN_INDEX_MASK + 1u ?
-                        realloc(rma_win_table, cap * sizeof(*t)) : NULL;
+        rma_win_t **t =
+            cap <= RMA_WIN_INDEX_MASK + 1u ? realloc(rma_win_table, cap * sizeof(*t)) : NULL;
         if (t == NULL) {
             pthread_mutex_unlock(&win_lock);
             free(win);
@@ -100,7 +100,6 @@ void rma_win_info_parse(rma_win_t *win, MPI_Info info)
     wi->same_disp_unit = info_bool(info, "same_disp_unit", wi->same_disp_unit);
     wi->alloc_shared_noncontig =
         info_bool(info, "alloc_shared_noncontig", wi->alloc_shared_noncontig);
-    info_str(info, "accumulate_ordering", wi->accumulate_ordering,
-             sizeof(wi->accumulate_ordering));
+    info_str(info, "accumulate_ordering", wi->accumulate_ordering, sizeof(wi->accumulate_ordering));
     info_str(info, "accumulate_ops", wi->accumulate_ops, sizeof(wi->accumulate_ops));
 }

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RMA_CACHE_LINE 64
-#define rma_likely(x) __builtin_expect(!!(x), 1)
+#define RMA_CACHE_LINE  64
+#define rma_likely(x)   __builtin_expect(!!(x), 1)
 #define rma_unlikely(x) __builtin_expect(!!(x), 0)
 
 /* Handles: a tag in the top byte, the table index below. MPI_WIN_NULL (0x20000000) and
@@ -37,15 +37,15 @@
 
 /* Per-rank synchronization state, one cache line each concept. */
 typedef struct rma_ctl_rank {
-    _Atomic uint64_t lock;          /* passive target lock word of this rank */
+    _Atomic uint64_t lock; /* passive target lock word of this rank */
     char pad0[RMA_CACHE_LINE - 8];
-    _Atomic uint64_t complete_cnt;  /* PSCW: MPI_Win_complete calls received as a target */
+    _Atomic uint64_t complete_cnt; /* PSCW: MPI_Win_complete calls received as a target */
     char pad1[RMA_CACHE_LINE - 8];
-    _Atomic uint64_t dyn_seq;       /* dynamic windows: seqlock over this rank's region table */
-    _Atomic uint32_t dyn_count;     /* regions in the table */
-    uint32_t pid;                   /* process id (for CMA and segment sharing) */
+    _Atomic uint64_t dyn_seq;   /* dynamic windows: seqlock over this rank's region table */
+    _Atomic uint32_t dyn_count; /* regions in the table */
+    uint32_t pid;               /* process id (for CMA and segment sharing) */
     char pad2[RMA_CACHE_LINE - 16];
-    _Atomic uint64_t bar_epoch;     /* fence barrier: barriers this rank has entered */
+    _Atomic uint64_t bar_epoch; /* fence barrier: barriers this rank has entered */
     char pad3[RMA_CACHE_LINE - 8];
 } rma_ctl_rank_t;
 
@@ -53,23 +53,23 @@ _Static_assert(sizeof(rma_ctl_rank_t) == 4 * RMA_CACHE_LINE, "ctl rank is 4 cach
 
 /* One region attached to a dynamic window, as published to the peers. */
 typedef struct rma_dyn_region {
-    uint64_t base;      /* address in the owner's address space */
+    uint64_t base; /* address in the owner's address space */
     uint64_t len;
-    uint64_t seg_id;    /* unique id of the shared segment holding it, 0 when not shared */
-    uint64_t seg_base;  /* owner's address of the segment's first byte */
+    uint64_t seg_id;   /* unique id of the shared segment holding it, 0 when not shared */
+    uint64_t seg_base; /* owner's address of the segment's first byte */
     uint64_t seg_len;
-    int32_t  seg_fd;    /* the segment's descriptor in the owner (for pidfd_getfd) */
-    int32_t  pad;
+    int32_t seg_fd; /* the segment's descriptor in the owner (for pidfd_getfd) */
+    int32_t pad;
 } rma_dyn_region_t;
 
 typedef struct rma_ctl {
     uint64_t magic;
     uint32_t version;
     uint32_t nranks;
-    uint64_t ranks_off;         /* rma_ctl_rank_t[nranks] */
-    uint64_t post_off;          /* _Atomic uint32_t post[origin][target] */
-    uint64_t dyn_off;           /* rma_dyn_region_t[nranks][dyn_max] */
-    uint64_t acc_off;           /* _Atomic uint32_t [RMA_ACC_NLOCKS], one per cache line */
+    uint64_t ranks_off; /* rma_ctl_rank_t[nranks] */
+    uint64_t post_off;  /* _Atomic uint32_t post[origin][target] */
+    uint64_t dyn_off;   /* rma_dyn_region_t[nranks][dyn_max] */
+    uint64_t acc_off;   /* _Atomic uint32_t [RMA_ACC_NLOCKS], one per cache line */
     uint32_t dyn_max;
     uint32_t pad;
     char pad0[RMA_CACHE_LINE - 56];
@@ -103,17 +103,15 @@ static inline rma_dyn_region_t *rma_ctl_dyn(rma_ctl_t *ctl, int rank)
  * UNKNOWN not decided yet; ATOMIC every (origin, target) pair is mapped, CPU atomics apply;
  * LOCKED some pair is reached through CMA, every accumulate takes stripe locks; DYNAMIC
  * decided per attached region. */
-enum {
-    RMA_ACC_MODE_UNKNOWN = 0, RMA_ACC_MODE_ATOMIC, RMA_ACC_MODE_LOCKED, RMA_ACC_MODE_DYNAMIC
-};
+enum { RMA_ACC_MODE_UNKNOWN = 0, RMA_ACC_MODE_ATOMIC, RMA_ACC_MODE_LOCKED, RMA_ACC_MODE_DYNAMIC };
 
 /* Epoch states of the window as a whole (passive target locks are tracked per target). */
 enum {
     RMA_EPOCH_NONE = 0,
-    RMA_EPOCH_FENCE,     /* after a fence without MPI_MODE_NOSUCCEED */
-    RMA_EPOCH_PSCW,      /* access epoch opened by MPI_Win_start */
-    RMA_EPOCH_LOCK,      /* one or more MPI_Win_lock held */
-    RMA_EPOCH_LOCK_ALL,  /* MPI_Win_lock_all held */
+    RMA_EPOCH_FENCE,    /* after a fence without MPI_MODE_NOSUCCEED */
+    RMA_EPOCH_PSCW,     /* access epoch opened by MPI_Win_start */
+    RMA_EPOCH_LOCK,     /* one or more MPI_Win_lock held */
+    RMA_EPOCH_LOCK_ALL, /* MPI_Win_lock_all held */
 };
 
 /* A shared segment of a peer mapped here (dynamic windows cache these). */
@@ -126,20 +124,20 @@ typedef struct rma_peer_seg {
 
 /* What this process knows about one target rank of the window. Hot fields first. */
 typedef struct rma_target {
-    uintptr_t remote_base;  /* target's address of its window base (0 for dynamic) */
-    MPI_Aint  size;         /* target window size in bytes */
-    int       disp_unit;
-    uint8_t   access;       /* an access epoch (lock or start) covers this target */
-    uint8_t   lock_type;    /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
-    uint8_t   lock_nocheck; /* lock taken with MPI_MODE_NOCHECK: no lock word held */
-    uint8_t   pad;
-    uintptr_t map_lo;       /* target addresses [map_lo, map_lo + map_len) are mapped ... */
-    size_t    map_len;
-    char     *map_local;    /* ... here, starting at map_local (NULL: nothing mapped) */
-    int       pid;          /* target process (CMA) */
-    int       local;        /* same node */
-    rma_peer_seg_t *segs;   /* dynamic windows: cached mappings of the target's segments */
-    int       nsegs, segs_cap;
+    uintptr_t remote_base; /* target's address of its window base (0 for dynamic) */
+    MPI_Aint size;         /* target window size in bytes */
+    int disp_unit;
+    uint8_t access;       /* an access epoch (lock or start) covers this target */
+    uint8_t lock_type;    /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
+    uint8_t lock_nocheck; /* lock taken with MPI_MODE_NOCHECK: no lock word held */
+    uint8_t pad;
+    uintptr_t map_lo; /* target addresses [map_lo, map_lo + map_len) are mapped ... */
+    size_t map_len;
+    char *map_local;      /* ... here, starting at map_local (NULL: nothing mapped) */
+    int pid;              /* target process (CMA) */
+    int local;            /* same node */
+    rma_peer_seg_t *segs; /* dynamic windows: cached mappings of the target's segments */
+    int nsegs, segs_cap;
 } rma_target_t;
 
 typedef struct rma_attr {
@@ -158,48 +156,48 @@ typedef struct rma_win_info {
 
 typedef struct rma_win {
     /* hot: checked by every operation */
-    int           epoch;        /* RMA_EPOCH_* */
-    int           all_access;   /* fence or lock_all epoch: every target is accessible */
-    int           ops_in_fence; /* an operation was issued since the last fence */
-    int           flavor;       /* MPI_WIN_FLAVOR_* */
-    int           acc_mode;     /* accumulate mechanism, RMA_ACC_MODE_* (doc/atomicity.md) */
+    int epoch;        /* RMA_EPOCH_* */
+    int all_access;   /* fence or lock_all epoch: every target is accessible */
+    int ops_in_fence; /* an operation was issued since the last fence */
+    int flavor;       /* MPI_WIN_FLAVOR_* */
+    int acc_mode;     /* accumulate mechanism, RMA_ACC_MODE_* (doc/atomicity.md) */
     rma_target_t *targets;
-    rma_ctl_t    *ctl;
-    int           rank, nranks;
-    uint64_t      bar_epoch;    /* barriers entered on this window */
+    rma_ctl_t *ctl;
+    int rank, nranks;
+    uint64_t bar_epoch; /* barriers entered on this window */
 
-    MPI_Win       handle;
-    MPI_Group     group;        /* group of comm, for PSCW rank translation */
-    void         *base;
-    MPI_Aint      size;
-    int           disp_unit;
-    int           model;        /* MPI_WIN_UNIFIED */
+    MPI_Win handle;
+    MPI_Group group; /* group of comm, for PSCW rank translation */
+    void *base;
+    MPI_Aint size;
+    int disp_unit;
+    int model; /* MPI_WIN_UNIFIED */
 
     /* memory this rank owns for the window */
-    void         *seg;          /* control segment mapping (+ data for allocate flavors) */
-    size_t        seg_len;
-    int           seg_fd;       /* rank 0: the segment's descriptor, open until free */
-    struct rma_memreg *expose;  /* create flavor: registered region holding base, or NULL */
-    void        **dyn_regs;     /* dynamic flavor: rma_memreg of each attached slot */
-    void        **dyn_zero;     /* dynamic flavor: bases attached with size 0 */
-    int           ndyn_zero;
+    void *seg; /* control segment mapping (+ data for allocate flavors) */
+    size_t seg_len;
+    int seg_fd;                /* rank 0: the segment's descriptor, open until free */
+    struct rma_memreg *expose; /* create flavor: registered region holding base, or NULL */
+    void **dyn_regs;           /* dynamic flavor: rma_memreg of each attached slot */
+    void **dyn_zero;           /* dynamic flavor: bases attached with size 0 */
+    int ndyn_zero;
 
     /* PSCW state */
-    int          *start_ranks;  /* window ranks of the open access group */
-    int           nstart;
-    uint32_t     *post_seen;    /* posts consumed from each target */
-    uint64_t      complete_expected; /* completes to wait for as a target */
-    int           exposure_open;
-    int           nlocks;       /* targets locked with MPI_Win_lock */
+    int *start_ranks; /* window ranks of the open access group */
+    int nstart;
+    uint32_t *post_seen;        /* posts consumed from each target */
+    uint64_t complete_expected; /* completes to wait for as a target */
+    int exposure_open;
+    int nlocks; /* targets locked with MPI_Win_lock */
 
     /* attributes, name, error handler, info */
     MPI_Errhandler errhandler;
-    char          name[MPI_MAX_OBJECT_NAME];
-    rma_attr_t   *attrs;
-    int           nattrs, attrs_cap;
+    char name[MPI_MAX_OBJECT_NAME];
+    rma_attr_t *attrs;
+    int nattrs, attrs_cap;
     rma_win_info_t info;
-    int           attr_flavor, attr_model, attr_disp_unit; /* storage for predefined attrs */
-    MPI_Aint      attr_size;
+    int attr_flavor, attr_model, attr_disp_unit; /* storage for predefined attrs */
+    MPI_Aint attr_size;
 } rma_win_t;
 
 /* ------------------------------------------------------------------ handle table */
@@ -244,8 +242,8 @@ int rma_win_detach(rma_win_t *win, const void *base);
 /* Resolves [addr, addr+len) at a dynamic-window target: *local_p is where it is mapped here,
  * or NULL when it must go through CMA; *seg_id_p (if not NULL) the region's segment id, 0
  * when the region is not shared. MPI_SUCCESS or MPI_ERR_RMA_RANGE. */
-int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len,
-                        char **local_p, uint64_t *seg_id_p);
+int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, char **local_p,
+                        uint64_t *seg_id_p);
 
 /* Parses info keys into win->info (defaults first). */
 void rma_win_info_parse(rma_win_t *win, MPI_Info info);

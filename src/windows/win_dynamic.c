@@ -111,8 +111,7 @@ int rma_win_detach(rma_win_t *win, const void *base)
 
 /* Copies the target's region holding [addr, addr+len) out of the control segment under its
  * sequence lock. 1 when found. */
-static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len,
-                      rma_dyn_region_t *out)
+static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rma_dyn_region_t *out)
 {
     rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, target);
     rma_dyn_region_t *tab = rma_ctl_dyn(win->ctl, target);
@@ -176,8 +175,8 @@ static char *dyn_segment(rma_win_t *win, int target, const rma_dyn_region_t *r)
     return local;
 }
 
-int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len,
-                        char **local_p, uint64_t *seg_id_p)
+int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, char **local_p,
+                        uint64_t *seg_id_p)
 {
     rma_dyn_region_t r;
     char *seg;

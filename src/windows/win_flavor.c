@@ -24,14 +24,14 @@
 
 /* What each rank tells the others when a window is created (one allgather). */
 typedef struct rank_info {
-    uint64_t node;       /* identity of the node (hostname + boot id) */
-    uint64_t base;       /* window base in the owner's address space */
+    uint64_t node; /* identity of the node (hostname + boot id) */
+    uint64_t base; /* window base in the owner's address space */
     uint64_t size;
-    int32_t  disp_unit;
-    int32_t  pid;
-    rma_seg_desc_t seg;  /* create flavor: segment holding the window, fd -1 if none */
-    uint64_t seg_base;   /* owner's address of that segment */
-    rma_seg_desc_t ctl;  /* rank 0, create/dynamic flavors: the control segment */
+    int32_t disp_unit;
+    int32_t pid;
+    rma_seg_desc_t seg; /* create flavor: segment holding the window, fd -1 if none */
+    uint64_t seg_base;  /* owner's address of that segment */
+    rma_seg_desc_t ctl; /* rank 0, create/dynamic flavors: the control segment */
 } rank_info_t;
 
 static size_t round_up(size_t v, size_t a)
@@ -127,7 +127,8 @@ static int win_exchange(rma_win_t *win, MPI_Comm comm, rank_info_t *me, rank_inf
         free(all);
         return rma_err(NULL, func, MPI_ERR_OTHER,
                        "%d of the communicator's %d ranks are on other nodes; this build of "
-                       "librma has only the shared-memory transport", remote, win->nranks);
+                       "librma has only the shared-memory transport",
+                       remote, win->nranks);
     }
     *all_p = all;
     return MPI_SUCCESS;
@@ -144,8 +145,10 @@ static int win_ctl_create(rma_win_t *win, size_t data_len, int dyn_max, rma_seg_
 
     rc = rma_seg_create(ctl_len + data_len, NULL, &addr, &fd);
     if (rc != 0)
-        return rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot create a %zu-byte shared segment: "
-                       "%s", ctl_len + data_len, strerror(-rc));
+        return rma_err(NULL, func, MPI_ERR_NO_MEM,
+                       "cannot create a %zu-byte shared segment: "
+                       "%s",
+                       ctl_len + data_len, strerror(-rc));
     memcpy(addr, &hdr, sizeof(hdr));
     win->seg = addr;
     win->seg_len = round_up(ctl_len + data_len, rma_page_size());
@@ -161,7 +164,8 @@ static int win_ctl_create(rma_win_t *win, size_t data_len, int dyn_max, rma_seg_
 static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char *func)
 {
     if (desc->len == 0)
-        return rma_err(NULL, func, MPI_ERR_NO_MEM, "rank 0 could not create the window's "
+        return rma_err(NULL, func, MPI_ERR_NO_MEM,
+                       "rank 0 could not create the window's "
                        "shared segment");
     win->seg = rma_seg_attach(desc);
     if (win->seg == NULL)
@@ -293,8 +297,7 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
-    rc = win_begin(win, comm, info,
-                   shared ? MPI_WIN_FLAVOR_SHARED : MPI_WIN_FLAVOR_ALLOCATE, func);
+    rc = win_begin(win, comm, info, shared ? MPI_WIN_FLAVOR_SHARED : MPI_WIN_FLAVOR_ALLOCATE, func);
     me.size = (uint64_t)size;
     me.disp_unit = disp_unit;
     if (rc == MPI_SUCCESS)

@@ -25,8 +25,8 @@
 
 const uint16_t rma_acc_class_ops[RMA_AC_COUNT] = {
     [RMA_AC_INVALID] = 0,
-    [RMA_AC_INT] = OPB(MAX) | OPB(MIN) | OPB(SUM) | OPB(PROD) | OPB(LAND) | OPB(LOR) |
-                   OPB(LXOR) | OPB(BAND) | OPB(BOR) | OPB(BXOR) | OPS_RO,
+    [RMA_AC_INT] = OPB(MAX) | OPB(MIN) | OPB(SUM) | OPB(PROD) | OPB(LAND) | OPB(LOR) | OPB(LXOR) |
+                   OPB(BAND) | OPB(BOR) | OPB(BXOR) | OPS_RO,
     [RMA_AC_FLOAT] = OPB(MAX) | OPB(MIN) | OPB(SUM) | OPB(PROD) | OPS_RO,
     [RMA_AC_COMPLEX] = OPB(SUM) | OPB(PROD) | OPS_RO,
     [RMA_AC_LOGICAL] = OPB(LAND) | OPB(LOR) | OPB(LXOR) | OPS_RO,
@@ -35,10 +35,9 @@ const uint16_t rma_acc_class_ops[RMA_AC_COUNT] = {
     [RMA_AC_OTHER] = OPS_RO,
 };
 
-#define SK(T) (sizeof(T) == 8 ? RMA_AK_S64 : sizeof(T) == 4 ? RMA_AK_S32 : RMA_AK_LOCKED)
-#define UK(T) (sizeof(T) == 8 ? RMA_AK_U64 : sizeof(T) == 4 ? RMA_AK_U32 : RMA_AK_LOCKED)
-#define T(dt, kind, cls) [(unsigned)(dt) & 0xffu] = {(dt), (kind), (cls), \
-                                                      RMA_DT_BUILTIN_SIZE(dt), 0}
+#define SK(T)            (sizeof(T) == 8 ? RMA_AK_S64 : sizeof(T) == 4 ? RMA_AK_S32 : RMA_AK_LOCKED)
+#define UK(T)            (sizeof(T) == 8 ? RMA_AK_U64 : sizeof(T) == 4 ? RMA_AK_U32 : RMA_AK_LOCKED)
+#define T(dt, kind, cls) [(unsigned)(dt)&0xffu] = {(dt), (kind), (cls), RMA_DT_BUILTIN_SIZE(dt), 0}
 
 /* Every predefined builtin datatype; -Woverride-init would catch two sharing an index. */
 const rma_acc_type_t rma_acc_types[256] = {
@@ -120,13 +119,13 @@ int rma_acc_type_class(MPI_Datatype basic)
 }
 
 static const char *const op_names[RMA_OP_COUNT] = {
-    "MPI_MAX", "MPI_MIN", "MPI_SUM", "MPI_PROD", "MPI_LAND", "MPI_BAND", "MPI_LOR",
+    "MPI_MAX", "MPI_MIN",  "MPI_SUM",  "MPI_PROD",   "MPI_LAND",   "MPI_BAND",    "MPI_LOR",
     "MPI_BOR", "MPI_LXOR", "MPI_BXOR", "MPI_MINLOC", "MPI_MAXLOC", "MPI_REPLACE", "MPI_NO_OP",
 };
 
 static const char *const class_names[RMA_AC_COUNT] = {
-    "an invalid type", "an integer type", "a floating-point type", "a complex type",
-    "a logical type", "MPI_BYTE", "a MAXLOC/MINLOC pair type", "a character or packed type",
+    "an invalid type", "an integer type", "a floating-point type",     "a complex type",
+    "a logical type",  "MPI_BYTE",        "a MAXLOC/MINLOC pair type", "a character or packed type",
 };
 
 /* ------------------------------------------------------------------ stripe locks */
@@ -225,11 +224,11 @@ static int acc_mode_decide(rma_win_t *win)
 
 typedef struct acc_op {
     rma_win_t *win;
-    int kind;                   /* RMA_ACC, RMA_GACC, RMA_FOP, RMA_CAS */
-    int op;                     /* RMA_OP_* */
+    int kind; /* RMA_ACC, RMA_GACC, RMA_FOP, RMA_CAS */
+    int op;   /* RMA_OP_* */
     MPI_Op op_handle;
     int trank;
-    uint64_t key0;              /* stripe key of the target buffer's address */
+    uint64_t key0; /* stripe key of the target buffer's address */
     rma_tspan_t span;
     const rma_dtl_t *td, *od, *rd, *bd;
     MPI_Aint tcount, ocount, rcount, nelem;
@@ -237,9 +236,9 @@ typedef struct acc_op {
     const char *origin;
     char *result;
     const char *compare;
-    const char *opk;            /* origin data packed as nelem basic elements */
-    int akind;                  /* RMA_AK_* of the basic type */
-    size_t esize;               /* bytes of one basic element (data bytes) */
+    const char *opk; /* origin data packed as nelem basic elements */
+    int akind;       /* RMA_AK_* of the basic type */
+    size_t esize;    /* bytes of one basic element (data bytes) */
     int relaxed;
     /* locked path: transfers between the target and a packed buffer */
     char *buf;
@@ -384,8 +383,10 @@ static int acc_locked(acc_op_t *a, const char *func)
     if (bytes > sizeof(small[0])) {
         heap = malloc(2 * bytes);
         if (heap == NULL)
-            return rma_err(a->win, func, MPI_ERR_NO_MEM, "out of memory for a %zu-byte "
-                           "accumulate", bytes);
+            return rma_err(a->win, func, MPI_ERR_NO_MEM,
+                           "out of memory for a %zu-byte "
+                           "accumulate",
+                           bytes);
         old = heap;
         upd = heap + bytes;
     }
@@ -406,8 +407,8 @@ static int acc_locked(acc_op_t *a, const char *func)
         MPI_Aint done = 0, ext = a->bd->extent;
         while (done < a->nelem && rc == 0) {
             int n = a->nelem - done > INT_MAX / 2 ? INT_MAX / 2 : (int)(a->nelem - done);
-            if (PMPI_Reduce_local(old + done * ext, upd + done * ext, n, a->basic,
-                                  a->op_handle) != MPI_SUCCESS)
+            if (PMPI_Reduce_local(old + done * ext, upd + done * ext, n, a->basic, a->op_handle) !=
+                MPI_SUCCESS)
                 rc = 1;
             done += n;
         }
@@ -423,21 +424,25 @@ static int acc_locked(acc_op_t *a, const char *func)
         return rma_err(a->win, func, MPI_ERR_OTHER, "MPI_Reduce_local failed for op %s",
                        op_names[a->op]);
     if (rc < 0)
-        return rma_err(a->win, func, MPI_ERR_OTHER, "cross-memory access to rank %d (pid %d) "
-                       "failed: %s", a->trank, a->span.pid, strerror(-rc));
+        return rma_err(a->win, func, MPI_ERR_OTHER,
+                       "cross-memory access to rank %d (pid %d) "
+                       "failed: %s",
+                       a->trank, a->span.pid, strerror(-rc));
     return MPI_SUCCESS;
 }
 
 /* Checks that a side's layout is built from the target's basic type. */
-static int acc_check_basic(rma_win_t *win, const rma_dtl_t *d, MPI_Aint count,
-                           MPI_Datatype basic, const char *side, const char *func)
+static int acc_check_basic(rma_win_t *win, const rma_dtl_t *d, MPI_Aint count, MPI_Datatype basic,
+                           const char *side, const char *func)
 {
     if (count == 0 || d->size == 0 || d->basic == basic)
         return MPI_SUCCESS;
     if (d->basic == MPI_DATATYPE_NULL)
         return rma_err(win, func, MPI_ERR_TYPE, "the %s datatype mixes basic datatypes", side);
-    return rma_err(win, func, MPI_ERR_TYPE, "the %s datatype is built from basic type 0x%x, "
-                   "the target datatype from 0x%x", side, (unsigned)d->basic, (unsigned)basic);
+    return rma_err(win, func, MPI_ERR_TYPE,
+                   "the %s datatype is built from basic type 0x%x, "
+                   "the target datatype from 0x%x",
+                   side, (unsigned)d->basic, (unsigned)basic);
 }
 
 static int acc_is_predefined(MPI_Datatype dt)
@@ -445,10 +450,9 @@ static int acc_is_predefined(MPI_Datatype dt)
     return rma_acc_type_class(dt) != RMA_AC_INVALID;
 }
 
-int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
-                 MPI_Datatype otype, void *result, MPI_Aint rcount, MPI_Datatype rtype,
-                 const void *compare, int trank, MPI_Aint tdisp, MPI_Aint tcount,
-                 MPI_Datatype ttype, MPI_Op op, const char *func)
+int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, MPI_Datatype otype,
+                 void *result, MPI_Aint rcount, MPI_Datatype rtype, const void *compare, int trank,
+                 MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, MPI_Op op, const char *func)
 {
     int opi = rma_acc_op_index(op), fetch = kind != RMA_ACC, cls, rc, mapped;
     MPI_Aint obytes = 0, rbytes = 0, tbytes;
@@ -459,14 +463,19 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
         return MPI_SUCCESS;
     if (opi < 0)
         return rma_err(win, func, MPI_ERR_OP, "0x%x is not a predefined operation (%s)",
-                       (unsigned)op, op == MPI_OP_NULL ? "MPI_OP_NULL" : "user-defined "
-                       "operations are not allowed in RMA");
+                       (unsigned)op,
+                       op == MPI_OP_NULL ? "MPI_OP_NULL"
+                                         : "user-defined "
+                                           "operations are not allowed in RMA");
     if (kind == RMA_ACC && opi == RMA_OP_NO_OP)
-        return rma_err(win, func, MPI_ERR_OP, "MPI_NO_OP is allowed only in "
+        return rma_err(win, func, MPI_ERR_OP,
+                       "MPI_NO_OP is allowed only in "
                        "MPI_Get_accumulate and MPI_Fetch_and_op");
     if (ocount < 0 || tcount < 0 || rcount < 0)
-        return rma_err(win, func, MPI_ERR_COUNT, "negative count (origin %ld, result %ld, "
-                       "target %ld)", (long)ocount, (long)rcount, (long)tcount);
+        return rma_err(win, func, MPI_ERR_COUNT,
+                       "negative count (origin %ld, result %ld, "
+                       "target %ld)",
+                       (long)ocount, (long)rcount, (long)tcount);
 
     a = &abuf;
     memset(a, 0, offsetof(acc_op_t, liov));
@@ -501,38 +510,45 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
         return rma_err(win, func, MPI_ERR_TYPE, "the target datatype mixes basic datatypes");
     cls = a->basic != MPI_DATATYPE_NULL ? rma_acc_type_class(a->basic) : RMA_AC_INVALID;
     if (tbytes > 0 && cls == RMA_AC_INVALID)
-        return rma_err(win, func, MPI_ERR_TYPE, "basic datatype 0x%x cannot be used in "
-                       "accumulate operations", (unsigned)a->basic);
-    if (tbytes > 0 && a->od && (rc = acc_check_basic(win, a->od, ocount, a->basic, "origin",
-                                                     func)) != MPI_SUCCESS)
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "basic datatype 0x%x cannot be used in "
+                       "accumulate operations",
+                       (unsigned)a->basic);
+    if (tbytes > 0 && a->od &&
+        (rc = acc_check_basic(win, a->od, ocount, a->basic, "origin", func)) != MPI_SUCCESS)
         return rc;
-    if (tbytes > 0 && a->rd && (rc = acc_check_basic(win, a->rd, rcount, a->basic, "result",
-                                                     func)) != MPI_SUCCESS)
+    if (tbytes > 0 && a->rd &&
+        (rc = acc_check_basic(win, a->rd, rcount, a->basic, "result", func)) != MPI_SUCCESS)
         return rc;
     if (kind == RMA_CAS && cls != RMA_AC_INT && cls != RMA_AC_LOGICAL && cls != RMA_AC_BYTE &&
         cls != RMA_AC_INVALID)
-        return rma_err(win, func, MPI_ERR_TYPE, "MPI_Compare_and_swap needs an integer, "
-                       "logical or byte datatype, not %s", class_names[cls]);
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "MPI_Compare_and_swap needs an integer, "
+                       "logical or byte datatype, not %s",
+                       class_names[cls]);
     if (cls != RMA_AC_INVALID && !(rma_acc_class_ops[cls] >> opi & 1))
         return rma_err(win, func, MPI_ERR_OP, "%s is not defined for %s (datatype 0x%x)",
                        op_names[opi], class_names[cls], (unsigned)a->basic);
     if ((opi != RMA_OP_NO_OP && obytes > 0 && origin == NULL) ||
         (fetch && rbytes > 0 && result == NULL) || (kind == RMA_CAS && compare == NULL))
         return rma_err(win, func, MPI_ERR_BUFFER, "NULL %s buffer",
-                       fetch && result == NULL ? "result" : kind == RMA_CAS && !compare
-                       ? "compare" : "origin");
+                       fetch && result == NULL       ? "result"
+                       : kind == RMA_CAS && !compare ? "compare"
+                                                     : "origin");
 
     rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
     if (rc != MPI_SUCCESS)
         return rc;
     if (opi != RMA_OP_NO_OP && obytes != tbytes)
-        return rma_err(win, func, MPI_ERR_TYPE, "the origin buffer holds %ld bytes but the "
-                       "target buffer %ld: the type signatures differ", (long)obytes,
-                       (long)tbytes);
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "the origin buffer holds %ld bytes but the "
+                       "target buffer %ld: the type signatures differ",
+                       (long)obytes, (long)tbytes);
     if (fetch && rbytes != tbytes)
-        return rma_err(win, func, MPI_ERR_TYPE, "the result buffer holds %ld bytes but the "
-                       "target buffer %ld: the type signatures differ", (long)rbytes,
-                       (long)tbytes);
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "the result buffer holds %ld bytes but the "
+                       "target buffer %ld: the type signatures differ",
+                       (long)rbytes, (long)tbytes);
     win->ops_in_fence = 1;
     if (tbytes == 0)
         return MPI_SUCCESS;
@@ -543,8 +559,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
                        (unsigned)a->basic);
     a->esize = (size_t)a->td->basic_size;
     a->nelem = tbytes / a->td->basic_size;
-    a->akind = RMA_DT_IS_BUILTIN(a->basic) ? rma_acc_types[(unsigned)a->basic & 0xff].kind
-                                           : RMA_AK_LOCKED;
+    a->akind =
+        RMA_DT_IS_BUILTIN(a->basic) ? rma_acc_types[(unsigned)a->basic & 0xff].kind : RMA_AK_LOCKED;
     a->relaxed = rma_acc_relaxed(win);
     a->key0 = (uint64_t)(a->span.taddr - win->targets[trank].remote_base);
 
@@ -554,13 +570,16 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
     if (win->acc_mode == RMA_ACC_MODE_DYNAMIC) {
         mapped = a->span.seg_id != 0;
         if (mapped && a->span.local == NULL && a->akind != RMA_AK_LOCKED)
-            return rma_err(win, func, MPI_ERR_OTHER, "the region attached at rank %d is "
+            return rma_err(win, func, MPI_ERR_OTHER,
+                           "the region attached at rank %d is "
                            "shared but could not be mapped here; its accumulates need CPU "
-                           "atomics", trank);
+                           "atomics",
+                           trank);
     } else {
         mapped = win->acc_mode == RMA_ACC_MODE_ATOMIC;
         if (mapped && a->span.local == NULL && a->akind != RMA_AK_LOCKED)
-            return rma_err(win, func, MPI_ERR_OTHER, "rank %d's window memory is shared but "
+            return rma_err(win, func, MPI_ERR_OTHER,
+                           "rank %d's window memory is shared but "
                            "could not be mapped here; its accumulates need CPU atomics",
                            trank);
     }

@@ -20,13 +20,25 @@
 
 /* Predefined ops are MPI_MAX .. MPI_NO_OP in the MPICH ABI; index = handle - MPI_MAX. */
 enum {
-    RMA_OP_MAX = 0, RMA_OP_MIN, RMA_OP_SUM, RMA_OP_PROD, RMA_OP_LAND, RMA_OP_BAND,
-    RMA_OP_LOR, RMA_OP_BOR, RMA_OP_LXOR, RMA_OP_BXOR, RMA_OP_MINLOC, RMA_OP_MAXLOC,
-    RMA_OP_REPLACE, RMA_OP_NO_OP, RMA_OP_COUNT
+    RMA_OP_MAX = 0,
+    RMA_OP_MIN,
+    RMA_OP_SUM,
+    RMA_OP_PROD,
+    RMA_OP_LAND,
+    RMA_OP_BAND,
+    RMA_OP_LOR,
+    RMA_OP_BOR,
+    RMA_OP_LXOR,
+    RMA_OP_BXOR,
+    RMA_OP_MINLOC,
+    RMA_OP_MAXLOC,
+    RMA_OP_REPLACE,
+    RMA_OP_NO_OP,
+    RMA_OP_COUNT
 };
 _Static_assert((unsigned)MPI_NO_OP - (unsigned)MPI_MAX == RMA_OP_NO_OP &&
-               (unsigned)MPI_BXOR - (unsigned)MPI_MAX == RMA_OP_BXOR &&
-               (unsigned)MPI_MAXLOC - (unsigned)MPI_MAX == RMA_OP_MAXLOC,
+                   (unsigned)MPI_BXOR - (unsigned)MPI_MAX == RMA_OP_BXOR &&
+                   (unsigned)MPI_MAXLOC - (unsigned)MPI_MAX == RMA_OP_MAXLOC,
                "MPICH ABI: predefined op handles are consecutive");
 
 /* Op index of a predefined op, or -1 for MPI_OP_NULL, user-defined or invalid handles. */
@@ -38,8 +50,18 @@ static inline int rma_acc_op_index(MPI_Op op)
 
 /* Element kinds with a CPU-atomic kernel; RMA_AK_LOCKED elements always take stripe locks. */
 enum {
-    RMA_AK_LOCKED = 0, RMA_AK_S8, RMA_AK_U8, RMA_AK_S16, RMA_AK_U16, RMA_AK_S32, RMA_AK_U32,
-    RMA_AK_S64, RMA_AK_U64, RMA_AK_F32, RMA_AK_F64, RMA_AK_BOOL
+    RMA_AK_LOCKED = 0,
+    RMA_AK_S8,
+    RMA_AK_U8,
+    RMA_AK_S16,
+    RMA_AK_U16,
+    RMA_AK_S32,
+    RMA_AK_U32,
+    RMA_AK_S64,
+    RMA_AK_U64,
+    RMA_AK_F32,
+    RMA_AK_F64,
+    RMA_AK_BOOL
 };
 
 /* Type classes: which predefined ops the standard allows on a basic type. */
@@ -61,9 +83,9 @@ extern const uint16_t rma_acc_class_ops[RMA_AC_COUNT];
 /* One predefined builtin datatype (indexed by handle & 0xff; `handle` confirms the entry). */
 typedef struct rma_acc_type {
     MPI_Datatype handle;
-    uint8_t kind;   /* RMA_AK_* */
-    uint8_t cls;    /* RMA_AC_* */
-    uint8_t size;   /* bytes of one element */
+    uint8_t kind; /* RMA_AK_* */
+    uint8_t cls;  /* RMA_AC_* */
+    uint8_t size; /* bytes of one element */
     uint8_t pad;
 } rma_acc_type_t;
 
@@ -77,10 +99,10 @@ enum { RMA_ACC = 0, RMA_GACC, RMA_FOP, RMA_CAS };
 
 /* General accumulate path: every check with the standard's error classes (raised once on the
  * window), derived datatypes, locked types, CMA, dynamic windows. MPI_SUCCESS or the error. */
-int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
-                 MPI_Datatype otype, void *result, MPI_Aint rcount, MPI_Datatype rtype,
-                 const void *compare, int trank, MPI_Aint tdisp, MPI_Aint tcount,
-                 MPI_Datatype ttype, MPI_Op op, const char *func) __attribute__((noinline));
+int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, MPI_Datatype otype,
+                 void *result, MPI_Aint rcount, MPI_Datatype rtype, const void *compare, int trank,
+                 MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, MPI_Op op, const char *func)
+    __attribute__((noinline));
 
 /* ------------------------------------------------------------------ element kernels */
 
@@ -90,60 +112,52 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
  * relaxes those to plain loads/stores. */
 #define RMA_ACC_RMW __ATOMIC_ACQ_REL
 
-#define RMA_ACC_LOGIC(op, a, b)                                                               \
-    ((op) == RMA_OP_LAND ? ((a) != 0 && (b) != 0)                                             \
-     : (op) == RMA_OP_LOR ? ((a) != 0 || (b) != 0) : (((a) != 0) != ((b) != 0)))
+#define RMA_ACC_LOGIC(op, a, b)                                                                    \
+    ((op) == RMA_OP_LAND  ? ((a) != 0 && (b) != 0)                                                 \
+     : (op) == RMA_OP_LOR ? ((a) != 0 || (b) != 0)                                                 \
+                          : (((a) != 0) != ((b) != 0)))
 
 /* Integer kernel: T the element type, W the type arithmetic is done in (unsigned, so that
  * overflow wraps as MPICH's kernels do in practice). */
-#define RMA_ACC_INT_KERNEL(NAME, T, W)                                                        \
-    static inline void NAME(int op, void *tp, const void *op_p, void *rp, int relaxed)        \
-    {                                                                                         \
-        T *t = (T *)tp, v = 0, old, nv;                                                       \
-        if (op != RMA_OP_NO_OP)                                                               \
-            memcpy(&v, op_p, sizeof(v));                                                      \
-        switch (op) {                                                                         \
-        case RMA_OP_SUM:                                                                      \
-            old = __atomic_fetch_add(t, v, RMA_ACC_RMW);                                      \
-            break;                                                                            \
-        case RMA_OP_BAND:                                                                     \
-            old = __atomic_fetch_and(t, v, RMA_ACC_RMW);                                      \
-            break;                                                                            \
-        case RMA_OP_BOR:                                                                      \
-            old = __atomic_fetch_or(t, v, RMA_ACC_RMW);                                       \
-            break;                                                                            \
-        case RMA_OP_BXOR:                                                                     \
-            old = __atomic_fetch_xor(t, v, RMA_ACC_RMW);                                      \
-            break;                                                                            \
-        case RMA_OP_REPLACE:                                                                  \
-            if (rp == NULL) {                                                                 \
-                if (relaxed)                                                                  \
-                    __atomic_store_n(t, v, __ATOMIC_RELAXED);                                 \
-                else                                                                          \
-                    __atomic_store_n(t, v, __ATOMIC_SEQ_CST);                                 \
-                return;                                                                       \
-            }                                                                                 \
-            old = __atomic_exchange_n(t, v, RMA_ACC_RMW);                                     \
-            break;                                                                            \
-        case RMA_OP_NO_OP:                                                                    \
-            old = relaxed ? __atomic_load_n(t, __ATOMIC_RELAXED)                              \
-                          : __atomic_load_n(t, __ATOMIC_SEQ_CST);                             \
-            break;                                                                            \
-        default:                                                                              \
-            old = __atomic_load_n(t, __ATOMIC_RELAXED);                                       \
-            do {                                                                              \
-                switch (op) {                                                                 \
-                case RMA_OP_PROD: nv = (T)((W)old * (W)v); break;                             \
-                case RMA_OP_MAX: nv = old > v ? old : v; break;                               \
-                case RMA_OP_MIN: nv = old < v ? old : v; break;                               \
-                default: nv = (T)RMA_ACC_LOGIC(op, old, v); break;                            \
-                }                                                                             \
-            } while (!__atomic_compare_exchange_n(t, &old, nv, 1, RMA_ACC_RMW,                \
-                                                  __ATOMIC_RELAXED));                         \
-            break;                                                                            \
-        }                                                                                     \
-        if (rp != NULL)                                                                       \
-            memcpy(rp, &old, sizeof(old));                                                    \
+#define RMA_ACC_INT_KERNEL(NAME, T, W)                                                             \
+    static inline void NAME(int op, void *tp, const void *op_p, void *rp, int relaxed)             \
+    {                                                                                              \
+        T *t = (T *)tp, v = 0, old, nv;                                                            \
+        if (op != RMA_OP_NO_OP)                                                                    \
+            memcpy(&v, op_p, sizeof(v));                                                           \
+        switch (op) {                                                                              \
+        case RMA_OP_SUM: old = __atomic_fetch_add(t, v, RMA_ACC_RMW); break;                       \
+        case RMA_OP_BAND: old = __atomic_fetch_and(t, v, RMA_ACC_RMW); break;                      \
+        case RMA_OP_BOR: old = __atomic_fetch_or(t, v, RMA_ACC_RMW); break;                        \
+        case RMA_OP_BXOR: old = __atomic_fetch_xor(t, v, RMA_ACC_RMW); break;                      \
+        case RMA_OP_REPLACE:                                                                       \
+            if (rp == NULL) {                                                                      \
+                if (relaxed)                                                                       \
+                    __atomic_store_n(t, v, __ATOMIC_RELAXED);                                      \
+                else                                                                               \
+                    __atomic_store_n(t, v, __ATOMIC_SEQ_CST);                                      \
+                return;                                                                            \
+            }                                                                                      \
+            old = __atomic_exchange_n(t, v, RMA_ACC_RMW);                                          \
+            break;                                                                                 \
+        case RMA_OP_NO_OP:                                                                         \
+            old = relaxed ? __atomic_load_n(t, __ATOMIC_RELAXED)                                   \
+                          : __atomic_load_n(t, __ATOMIC_SEQ_CST);                                  \
+            break;                                                                                 \
+        default:                                                                                   \
+            old = __atomic_load_n(t, __ATOMIC_RELAXED);                                            \
+            do {                                                                                   \
+                switch (op) {                                                                      \
+                case RMA_OP_PROD: nv = (T)((W)old * (W)v); break;                                  \
+                case RMA_OP_MAX: nv = old > v ? old : v; break;                                    \
+                case RMA_OP_MIN: nv = old < v ? old : v; break;                                    \
+                default: nv = (T)RMA_ACC_LOGIC(op, old, v); break;                                 \
+                }                                                                                  \
+            } while (!__atomic_compare_exchange_n(t, &old, nv, 1, RMA_ACC_RMW, __ATOMIC_RELAXED)); \
+            break;                                                                                 \
+        }                                                                                          \
+        if (rp != NULL)                                                                            \
+            memcpy(rp, &old, sizeof(old));                                                         \
     }
 
 RMA_ACC_INT_KERNEL(rma_acc_k_s8, int8_t, unsigned)
@@ -156,42 +170,41 @@ RMA_ACC_INT_KERNEL(rma_acc_k_s64, int64_t, uint64_t)
 RMA_ACC_INT_KERNEL(rma_acc_k_u64, uint64_t, uint64_t)
 
 /* Floating-point kernel: a CAS loop on the bit pattern (U) of the value (F). */
-#define RMA_ACC_FLT_KERNEL(NAME, F, U)                                                        \
-    static inline void NAME(int op, void *tp, const void *op_p, void *rp, int relaxed)        \
-    {                                                                                         \
-        U *t = (U *)tp, old, nu;                                                              \
-        F v = 0, o, n;                                                                        \
-        if (op != RMA_OP_NO_OP)                                                               \
-            memcpy(&v, op_p, sizeof(v));                                                      \
-        if (op == RMA_OP_NO_OP) {                                                             \
-            old = relaxed ? __atomic_load_n(t, __ATOMIC_RELAXED)                              \
-                          : __atomic_load_n(t, __ATOMIC_SEQ_CST);                             \
-        } else if (op == RMA_OP_REPLACE) {                                                    \
-            memcpy(&nu, &v, sizeof(nu));                                                      \
-            if (rp == NULL) {                                                                 \
-                if (relaxed)                                                                  \
-                    __atomic_store_n(t, nu, __ATOMIC_RELAXED);                                \
-                else                                                                          \
-                    __atomic_store_n(t, nu, __ATOMIC_SEQ_CST);                                \
-                return;                                                                       \
-            }                                                                                 \
-            old = __atomic_exchange_n(t, nu, RMA_ACC_RMW);                                    \
-        } else {                                                                              \
-            old = __atomic_load_n(t, __ATOMIC_RELAXED);                                       \
-            do {                                                                              \
-                memcpy(&o, &old, sizeof(o));                                                  \
-                switch (op) {                                                                 \
-                case RMA_OP_SUM: n = o + v; break;                                            \
-                case RMA_OP_PROD: n = o * v; break;                                           \
-                case RMA_OP_MAX: n = o > v ? o : v; break;                                    \
-                default: n = o < v ? o : v; break;                                            \
-                }                                                                             \
-                memcpy(&nu, &n, sizeof(nu));                                                  \
-            } while (!__atomic_compare_exchange_n(t, &old, nu, 1, RMA_ACC_RMW,                \
-                                                  __ATOMIC_RELAXED));                         \
-        }                                                                                     \
-        if (rp != NULL)                                                                       \
-            memcpy(rp, &old, sizeof(old));                                                    \
+#define RMA_ACC_FLT_KERNEL(NAME, F, U)                                                             \
+    static inline void NAME(int op, void *tp, const void *op_p, void *rp, int relaxed)             \
+    {                                                                                              \
+        U *t = (U *)tp, old, nu;                                                                   \
+        F v = 0, o, n;                                                                             \
+        if (op != RMA_OP_NO_OP)                                                                    \
+            memcpy(&v, op_p, sizeof(v));                                                           \
+        if (op == RMA_OP_NO_OP) {                                                                  \
+            old = relaxed ? __atomic_load_n(t, __ATOMIC_RELAXED)                                   \
+                          : __atomic_load_n(t, __ATOMIC_SEQ_CST);                                  \
+        } else if (op == RMA_OP_REPLACE) {                                                         \
+            memcpy(&nu, &v, sizeof(nu));                                                           \
+            if (rp == NULL) {                                                                      \
+                if (relaxed)                                                                       \
+                    __atomic_store_n(t, nu, __ATOMIC_RELAXED);                                     \
+                else                                                                               \
+                    __atomic_store_n(t, nu, __ATOMIC_SEQ_CST);                                     \
+                return;                                                                            \
+            }                                                                                      \
+            old = __atomic_exchange_n(t, nu, RMA_ACC_RMW);                                         \
+        } else {                                                                                   \
+            old = __atomic_load_n(t, __ATOMIC_RELAXED);                                            \
+            do {                                                                                   \
+                memcpy(&o, &old, sizeof(o));                                                       \
+                switch (op) {                                                                      \
+                case RMA_OP_SUM: n = o + v; break;                                                 \
+                case RMA_OP_PROD: n = o * v; break;                                                \
+                case RMA_OP_MAX: n = o > v ? o : v; break;                                         \
+                default: n = o < v ? o : v; break;                                                 \
+                }                                                                                  \
+                memcpy(&nu, &n, sizeof(nu));                                                       \
+            } while (!__atomic_compare_exchange_n(t, &old, nu, 1, RMA_ACC_RMW, __ATOMIC_RELAXED)); \
+        }                                                                                          \
+        if (rp != NULL)                                                                            \
+            memcpy(rp, &old, sizeof(old));                                                         \
     }
 
 RMA_ACC_FLT_KERNEL(rma_acc_k_f32, float, uint32_t)
@@ -218,8 +231,7 @@ static inline void rma_acc_k_bool(int op, void *tp, const void *op_p, void *rp, 
 
 /* Applies op (an RMA_OP_* allowed on the kind) to the naturally aligned element at t with
  * operand *o (unused for NO_OP); stores the previous value at r unless r is NULL. */
-static inline void rma_acc_atomic(int kind, int op, void *t, const void *o, void *r,
-                                  int relaxed)
+static inline void rma_acc_atomic(int kind, int op, void *t, const void *o, void *r, int relaxed)
 {
     switch (kind) {
     case RMA_AK_S8: rma_acc_k_s8(op, t, o, r, relaxed); break;
@@ -240,13 +252,13 @@ static inline void rma_acc_atomic(int kind, int op, void *t, const void *o, void
  * goes to r; *o is stored when the previous value equals *c. */
 static inline void rma_acc_cas(unsigned size, void *t, const void *o, const void *c, void *r)
 {
-#define RMA_ACC_CAS(U)                                                                        \
-    do {                                                                                      \
-        U ov, cv;                                                                             \
-        memcpy(&ov, o, sizeof(U));                                                            \
-        memcpy(&cv, c, sizeof(U));                                                            \
-        __atomic_compare_exchange_n((U *)t, &cv, ov, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);  \
-        memcpy(r, &cv, sizeof(U));                                                            \
+#define RMA_ACC_CAS(U)                                                                             \
+    do {                                                                                           \
+        U ov, cv;                                                                                  \
+        memcpy(&ov, o, sizeof(U));                                                                 \
+        memcpy(&cv, c, sizeof(U));                                                                 \
+        __atomic_compare_exchange_n((U *)t, &cv, ov, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);       \
+        memcpy(r, &cv, sizeof(U));                                                                 \
     } while (0)
     switch (size) {
     case 1: RMA_ACC_CAS(uint8_t); break;
@@ -277,9 +289,9 @@ static inline char *rma_acc_fast_target(rma_win_t *win, MPI_Datatype dt, int op,
     char *t;
 
     if (rma_unlikely((unsigned)trank >= (unsigned)win->nranks ||
-                     win->acc_mode != RMA_ACC_MODE_ATOMIC ||
-                     ty->handle != dt || ty->kind == RMA_AK_LOCKED ||
-                     (unsigned)op >= RMA_OP_COUNT || !((rma_acc_class_ops[ty->cls] >> op) & 1)))
+                     win->acc_mode != RMA_ACC_MODE_ATOMIC || ty->handle != dt ||
+                     ty->kind == RMA_AK_LOCKED || (unsigned)op >= RMA_OP_COUNT ||
+                     !((rma_acc_class_ops[ty->cls] >> op) & 1)))
         return NULL;
     tg = &win->targets[trank];
     if (rma_unlikely(!(win->all_access | tg->access)))
@@ -305,14 +317,14 @@ static inline int rma_fetch_and_op(rma_win_t *win, const void *origin, void *res
         rma_acc_atomic(ty->kind, opi, t, origin, result, rma_acc_relaxed(win));
         return MPI_SUCCESS;
     }
-    return rma_acc_slow(win, RMA_FOP, origin, 1, dt, result, 1, dt, NULL, trank, tdisp, 1, dt,
-                        op, func);
+    return rma_acc_slow(win, RMA_FOP, origin, 1, dt, result, 1, dt, NULL, trank, tdisp, 1, dt, op,
+                        func);
 }
 
 /* MPI_Compare_and_swap: MPI_SUCCESS, or the error raised on the window by the general path. */
 static inline int rma_compare_and_swap(rma_win_t *win, const void *origin, const void *compare,
-                                       void *result, MPI_Datatype dt, int trank,
-                                       MPI_Aint tdisp, const char *func)
+                                       void *result, MPI_Datatype dt, int trank, MPI_Aint tdisp,
+                                       const char *func)
 {
     const rma_acc_type_t *ty;
     char *t = rma_acc_fast_target(win, dt, RMA_OP_REPLACE, trank, tdisp, &ty);
@@ -323,8 +335,8 @@ static inline int rma_compare_and_swap(rma_win_t *win, const void *origin, const
         rma_acc_cas(ty->size, t, origin, compare, result);
         return MPI_SUCCESS;
     }
-    return rma_acc_slow(win, RMA_CAS, origin, 1, dt, result, 1, dt, compare, trank, tdisp, 1,
-                        dt, MPI_REPLACE, func);
+    return rma_acc_slow(win, RMA_CAS, origin, 1, dt, result, 1, dt, compare, trank, tdisp, 1, dt,
+                        MPI_REPLACE, func);
 }
 
 /* MPI_Accumulate (kind RMA_ACC, result unused) and MPI_Get_accumulate (RMA_GACC): one
@@ -348,8 +360,8 @@ static inline int rma_accumulate(rma_win_t *win, int kind, const void *origin, M
             return MPI_SUCCESS;
         }
     }
-    return rma_acc_slow(win, kind, origin, ocount, otype, result, rcount, rtype, NULL, trank,
-                        tdisp, tcount, ttype, op, func);
+    return rma_acc_slow(win, kind, origin, ocount, otype, result, rcount, rtype, NULL, trank, tdisp,
+                        tcount, ttype, op, func);
 }
 
 #endif

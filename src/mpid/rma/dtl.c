@@ -38,9 +38,9 @@ typedef struct builder {
     int err; /* MPI error class of the first failure */
 } builder_t;
 
-#define DTL_SPLICE_MAX 64    /* child sequences up to this many items are spliced */
-#define DTL_STACK_LOCAL 32   /* iterator frames kept on the C stack */
-#define DTL_UNSET ((MPI_Datatype) -1)  /* "no basic type yet" (not a datatype handle) */
+#define DTL_SPLICE_MAX  64                 /* child sequences up to this many items are spliced */
+#define DTL_STACK_LOCAL 32                 /* iterator frames kept on the C stack */
+#define DTL_UNSET       ((MPI_Datatype)-1) /* "no basic type yet" (not a datatype handle) */
 
 rma_dtl_t rma_dtl_builtin_table_[256];
 
@@ -84,7 +84,7 @@ static int item_depth(const dtl_item_t *it)
 
 static struct rma_dtl_node *node_new(builder_t *b, MPI_Aint nitems)
 {
-    struct rma_dtl_node *nd = malloc(sizeof(*nd) + (size_t) nitems * sizeof(dtl_item_t));
+    struct rma_dtl_node *nd = malloc(sizeof(*nd) + (size_t)nitems * sizeof(dtl_item_t));
     if (!nd) {
         if (!b->err)
             b->err = MPI_ERR_NO_MEM;
@@ -167,7 +167,7 @@ static dtl_item_t item_seq(builder_t *b, const dtl_item_t *items, MPI_Aint n)
     }
     if (cap == 0)
         return dtl_empty;
-    dtl_item_t *tmp = malloc((size_t) cap * sizeof(*tmp));
+    dtl_item_t *tmp = malloc((size_t)cap * sizeof(*tmp));
     if (!tmp) {
         if (!b->err)
             b->err = MPI_ERR_NO_MEM;
@@ -238,7 +238,7 @@ static int handle_is_builtin(unsigned h)
 
 static int handle_is_pair(unsigned h)
 {
-    return h >= (unsigned) MPI_FLOAT_INT && h <= (unsigned) MPI_LONG_DOUBLE_INT;
+    return h >= (unsigned)MPI_FLOAT_INT && h <= (unsigned)MPI_LONG_DOUBLE_INT;
 }
 
 /* kind bits say "datatype" and the handle is not the null handle */
@@ -259,14 +259,17 @@ static MPI_Datatype basic_merge(MPI_Datatype a, MPI_Datatype b)
 /* layout of one element of a pair type: C struct { T value; int index; } as MPICH defines */
 static int pair_layout(unsigned h, MPI_Aint *first_p, MPI_Aint *second_off_p, MPI_Aint *ext_p)
 {
-#define DTL_PAIR(T)                                                                           \
-    do {                                                                                      \
-        struct dtl_pair { T v; int i; };                                                      \
-        *first_p = sizeof(T);                                                                 \
-        *second_off_p = offsetof(struct dtl_pair, i);                                         \
-        *ext_p = sizeof(struct dtl_pair);                                                     \
+#define DTL_PAIR(T)                                                                                \
+    do {                                                                                           \
+        struct dtl_pair {                                                                          \
+            T v;                                                                                   \
+            int i;                                                                                 \
+        };                                                                                         \
+        *first_p = sizeof(T);                                                                      \
+        *second_off_p = offsetof(struct dtl_pair, i);                                              \
+        *ext_p = sizeof(struct dtl_pair);                                                          \
     } while (0)
-    switch ((int) h) {
+    switch ((int)h) {
     case MPI_FLOAT_INT: DTL_PAIR(float); break;
     case MPI_DOUBLE_INT: DTL_PAIR(double); break;
     case MPI_LONG_INT: DTL_PAIR(long); break;
@@ -280,12 +283,12 @@ static int pair_layout(unsigned h, MPI_Aint *first_p, MPI_Aint *second_off_p, MP
 
 static MPI_Aint basic_size_of(MPI_Datatype t)
 {
-    unsigned h = (unsigned) t;
+    unsigned h = (unsigned)t;
     MPI_Aint first, off, ext;
     if (handle_is_builtin(h))
         return (h >> 8) & 0xff;
     if (pair_layout(h, &first, &off, &ext))
-        return first + (MPI_Aint) sizeof(int);
+        return first + (MPI_Aint)sizeof(int);
     return 0;
 }
 
@@ -317,7 +320,7 @@ static dtl_item_t build_subarray(builder_t *b, const int *ints, dtl_item_t it, M
     MPI_Aint mult = ext;
     for (int k = 0; k < nd; k++) {
         int d = order == MPI_ORDER_C ? nd - 1 - k : k;
-        it = item_shift(item_repeat(b, subsizes[d], mult, it), (MPI_Aint) starts[d] * mult);
+        it = item_shift(item_repeat(b, subsizes[d], mult, it), (MPI_Aint)starts[d] * mult);
         mult *= sizes[d];
     }
     return it;
@@ -376,13 +379,12 @@ static dtl_item_t build_darray(builder_t *b, const int *ints, dtl_item_t it, MPI
 
 /* (h)indexed(_block) and struct: items[i] = blens[i] old elements at disps[i] bytes */
 /* types NULL: every block is of the old type already built (*out, *basic_p, extent old_ext) */
-static int build_blocks(builder_t *b, int count, const int *blens, int blen_all,
-                        const int *idisps, const MPI_Aint *adisps, MPI_Aint unit,
-                        const MPI_Datatype *types, MPI_Aint old_ext, dtl_item_t *out,
-                        MPI_Datatype *basic_p)
+static int build_blocks(builder_t *b, int count, const int *blens, int blen_all, const int *idisps,
+                        const MPI_Aint *adisps, MPI_Aint unit, const MPI_Datatype *types,
+                        MPI_Aint old_ext, dtl_item_t *out, MPI_Datatype *basic_p)
 {
     int rc = MPI_SUCCESS;
-    dtl_item_t *items = calloc((size_t) (count > 0 ? count : 1), sizeof(*items));
+    dtl_item_t *items = calloc((size_t)(count > 0 ? count : 1), sizeof(*items));
     if (!items)
         return MPI_ERR_NO_MEM;
     dtl_item_t old = *out;
@@ -395,7 +397,7 @@ static int build_blocks(builder_t *b, int count, const int *blens, int blen_all,
                 goto free_items;
         }
         MPI_Aint blen = blens ? blens[i] : blen_all;
-        MPI_Aint disp = idisps ? (MPI_Aint) idisps[i] * unit : adisps[i];
+        MPI_Aint disp = idisps ? (MPI_Aint)idisps[i] * unit : adisps[i];
         items[i] = item_shift(item_repeat(b, blen, ext, old), disp);
         any = basic_merge(any, ob);
         if (items[i].len > 0)
@@ -412,9 +414,9 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, int ni, int na
                           dtl_item_t *out, MPI_Datatype *basic_p)
 {
     int rc = MPI_SUCCESS;
-    int *ints = malloc((size_t) (ni > 0 ? ni : 1) * sizeof(int));
-    MPI_Aint *addrs = malloc((size_t) (na > 0 ? na : 1) * sizeof(MPI_Aint));
-    MPI_Datatype *types = malloc((size_t) (nt > 0 ? nt : 1) * sizeof(MPI_Datatype));
+    int *ints = malloc((size_t)(ni > 0 ? ni : 1) * sizeof(int));
+    MPI_Aint *addrs = malloc((size_t)(na > 0 ? na : 1) * sizeof(MPI_Aint));
+    MPI_Datatype *types = malloc((size_t)(nt > 0 ? nt : 1) * sizeof(MPI_Datatype));
     if (!ints || !addrs || !types) {
         rc = MPI_ERR_NO_MEM;
         goto free_arrays;
@@ -435,14 +437,10 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, int ni, int na
     *out = old;
     switch (comb) {
     case MPI_COMBINER_DUP:
-    case MPI_COMBINER_RESIZED:
-        *out = old;
-        break;
-    case MPI_COMBINER_CONTIGUOUS:
-        *out = item_repeat(b, n, ext, old);
-        break;
+    case MPI_COMBINER_RESIZED: *out = old; break;
+    case MPI_COMBINER_CONTIGUOUS: *out = item_repeat(b, n, ext, old); break;
     case MPI_COMBINER_VECTOR:
-        *out = item_repeat(b, n, (MPI_Aint) ints[2] * ext, item_repeat(b, ints[1], ext, old));
+        *out = item_repeat(b, n, (MPI_Aint)ints[2] * ext, item_repeat(b, ints[1], ext, old));
         break;
     case MPI_COMBINER_HVECTOR_INTEGER:
         *out = item_repeat(b, n, ints[2], item_repeat(b, ints[1], ext, old));
@@ -471,15 +469,9 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, int ni, int na
     case MPI_COMBINER_STRUCT:
         rc = build_blocks(b, n, ints + 1, 0, NULL, addrs, 1, types, 0, out, basic_p);
         break;
-    case MPI_COMBINER_SUBARRAY:
-        *out = build_subarray(b, ints, old, ext);
-        break;
-    case MPI_COMBINER_DARRAY:
-        *out = build_darray(b, ints, old, ext);
-        break;
-    default:
-        rc = MPI_ERR_TYPE;
-        break;
+    case MPI_COMBINER_SUBARRAY: *out = build_subarray(b, ints, old, ext); break;
+    case MPI_COMBINER_DARRAY: *out = build_darray(b, ints, old, ext); break;
+    default: rc = MPI_ERR_TYPE; break;
     }
 
 free_types:
@@ -501,7 +493,7 @@ free_arrays:
 /* one element of t as an item with type-map displacements, and its basic type */
 static int build(builder_t *b, MPI_Datatype t, dtl_item_t *out, MPI_Datatype *basic_p)
 {
-    unsigned h = (unsigned) t;
+    unsigned h = (unsigned)t;
     MPI_Aint first, off, ext;
     if (handle_is_builtin(h)) {
         MPI_Aint size = (h >> 8) & 0xff;
@@ -534,8 +526,8 @@ static int build(builder_t *b, MPI_Datatype t, dtl_item_t *out, MPI_Datatype *ba
                 tc = MPI_TYPECLASS_COMPLEX;
             else if (comb == MPI_COMBINER_F90_INTEGER)
                 tc = MPI_TYPECLASS_INTEGER;
-            *basic_p = PMPI_Type_match_size(tc, size, &named) == MPI_SUCCESS
-                           ? named : MPI_DATATYPE_NULL;
+            *basic_p =
+                PMPI_Type_match_size(tc, size, &named) == MPI_SUCCESS ? named : MPI_DATATYPE_NULL;
         }
         return MPI_SUCCESS;
     }
@@ -581,9 +573,9 @@ static void dtl_finish(rma_dtl_t *d, dtl_item_t root, MPI_Datatype basic)
 static int dtl_delete_fn(MPI_Datatype type, int keyval, void *attr, void *extra)
 {
     rma_dtl_t *d = attr;
-    (void) type;
-    (void) keyval;
-    (void) extra;
+    (void)type;
+    (void)keyval;
+    (void)extra;
     nodes_free(d->allocs_);
     free(d);
     return MPI_SUCCESS;
@@ -591,8 +583,8 @@ static int dtl_delete_fn(MPI_Datatype type, int keyval, void *attr, void *extra)
 
 static void fill_builtin(rma_dtl_t *d, MPI_Datatype t)
 {
-    MPI_Aint size = ((unsigned) t >> 8) & 0xff;
-    memset((char *) d, 0, offsetof(rma_dtl_t, handle_));
+    MPI_Aint size = ((unsigned)t >> 8) & 0xff;
+    memset((char *)d, 0, offsetof(rma_dtl_t, handle_));
     d->lb = 0;
     d->extent = d->true_extent = size;
     d->true_lb = 0;
@@ -606,18 +598,18 @@ static int fill_pair(rma_dtl_t *d, MPI_Datatype t)
 {
     builder_t b = {NULL, 0, 0};
     MPI_Aint first, off, ext;
-    pair_layout((unsigned) t, &first, &off, &ext);
+    pair_layout((unsigned)t, &first, &off, &ext);
     dtl_item_t parts[2] = {item_leaf(0, first), item_leaf(off, sizeof(int))};
     dtl_item_t root = item_seq(&b, parts, 2);
     if (b.err) {
         nodes_free(b.allocs);
         return b.err;
     }
-    memset((char *) d, 0, offsetof(rma_dtl_t, handle_));
+    memset((char *)d, 0, offsetof(rma_dtl_t, handle_));
     d->lb = 0;
     d->extent = ext;
     d->true_lb = 0;
-    d->true_extent = off + (MPI_Aint) sizeof(int);
+    d->true_extent = off + (MPI_Aint)sizeof(int);
     dtl_finish(d, root, t);
     d->nnodes_ = 1 + b.nnodes;
     d->allocs_ = b.allocs;
@@ -627,9 +619,9 @@ static int fill_pair(rma_dtl_t *d, MPI_Datatype t)
 /* static entry for a predefined handle, filled under the lock on first use */
 static int get_static(MPI_Datatype type, const rma_dtl_t **dtl_p)
 {
-    unsigned h = (unsigned) type;
+    unsigned h = (unsigned)type;
     rma_dtl_t *d = handle_is_builtin(h) ? &rma_dtl_builtin_table_[h & 0xff]
-                                        : &dtl_pair_table[h - (unsigned) MPI_FLOAT_INT];
+                                        : &dtl_pair_table[h - (unsigned)MPI_FLOAT_INT];
     int rc = MPI_SUCCESS;
     pthread_mutex_lock(&dtl_lock);
     if (atomic_load_explicit(&d->handle_, memory_order_relaxed) != type) {
@@ -661,9 +653,9 @@ static int build_derived(MPI_Datatype type, rma_dtl_t **dtl_p)
     int rc = build(&b, type, &root, &basic);
     if (rc == MPI_SUCCESS && b.err)
         rc = b.err;
-    if (rc == MPI_SUCCESS && (PMPI_Type_get_extent(type, &d->lb, &d->extent) != MPI_SUCCESS ||
-                              PMPI_Type_get_true_extent(type, &d->true_lb, &d->true_extent) !=
-                                  MPI_SUCCESS))
+    if (rc == MPI_SUCCESS &&
+        (PMPI_Type_get_extent(type, &d->lb, &d->extent) != MPI_SUCCESS ||
+         PMPI_Type_get_true_extent(type, &d->true_lb, &d->true_extent) != MPI_SUCCESS))
         rc = MPI_ERR_TYPE;
     if (rc != MPI_SUCCESS)
         goto free_layout;
@@ -699,8 +691,8 @@ int rma_dtl_mark_committed(MPI_Datatype type)
 {
     require_commit = 1;
     if (commit_keyval == MPI_KEYVAL_INVALID &&
-        PMPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &commit_keyval,
-                                NULL) != MPI_SUCCESS) {
+        PMPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &commit_keyval, NULL) !=
+            MPI_SUCCESS) {
         commit_keyval = MPI_KEYVAL_INVALID;
         return MPI_ERR_OTHER;
     }
@@ -709,7 +701,7 @@ int rma_dtl_mark_committed(MPI_Datatype type)
 
 int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p)
 {
-    unsigned h = (unsigned) type;
+    unsigned h = (unsigned)type;
     if (handle_is_builtin(h) || handle_is_pair(h))
         return get_static(type, dtl_p);
     if (!handle_is_datatype(h))
@@ -802,7 +794,7 @@ static int iter_init(dtl_iter_t *it, const rma_dtl_t *d, MPI_Aint count)
     it->cap = d->depth_ + 1;
     it->stack = it->local;
     if (it->cap > DTL_STACK_LOCAL) {
-        it->stack = malloc((size_t) it->cap * sizeof(dtl_frame_t));
+        it->stack = malloc((size_t)it->cap * sizeof(dtl_frame_t));
         if (!it->stack)
             return -1;
     }
@@ -897,7 +889,7 @@ int rma_dtl_walk_pairs(const rma_dtl_t *dst, MPI_Aint dst_count, const rma_dtl_t
     if (total == 0)
         return 0;
     if (dtl_contig_for(dst, dst_count) && dtl_contig_for(src, src_count))
-        return fn(arg, dst->root_disp_, src->root_disp_, (size_t) total);
+        return fn(arg, dst->root_disp_, src->root_disp_, (size_t)total);
 
     dtl_iter_t a, b;
     if (iter_init(&a, dst, dst_count))
@@ -910,7 +902,7 @@ int rma_dtl_walk_pairs(const rma_dtl_t *dst, MPI_Aint dst_count, const rma_dtl_t
     int more = iter_next(&a) && iter_next(&b);
     while (more) {
         MPI_Aint n = a.len < b.len ? a.len : b.len;
-        rc = fn(arg, a.off, b.off, (size_t) n);
+        rc = fn(arg, a.off, b.off, (size_t)n);
         if (rc)
             break;
         a.off += n;
@@ -955,12 +947,12 @@ static void copy_strided(char *contig, char *strided, const rma_dtl_t *d, MPI_Ai
     }
     for (MPI_Aint e = 0; e < outer; e++) {
         char *p = strided + d->s_disp_ + e * ext;
-#define DTL_LOOP(L)                                                                           \
-    for (MPI_Aint i = 0; i < inner; i++, p += s, contig += (L)) {                             \
-        if (to_contig)                                                                        \
-            memcpy(contig, p, (L));                                                           \
-        else                                                                                  \
-            memcpy(p, contig, (L));                                                           \
+#define DTL_LOOP(L)                                                                                \
+    for (MPI_Aint i = 0; i < inner; i++, p += s, contig += (L)) {                                  \
+        if (to_contig)                                                                             \
+            memcpy(contig, p, (L));                                                                \
+        else                                                                                       \
+            memcpy(p, contig, (L));                                                                \
     }
         if (len == 8) {
             DTL_LOOP(8)
@@ -985,16 +977,15 @@ void rma_dtl_copy(char *dst, const rma_dtl_t *dst_dtl, MPI_Aint dst_count, const
     int dc = dtl_contig_for(dst_dtl, dst_count), sc = dtl_contig_for(src_dtl, src_count);
     if (dc && sc) {
         memcpy(dst + dst_dtl->root_disp_, src + src_dtl->root_disp_,
-               (size_t) (dtot < stot ? dtot : stot));
+               (size_t)(dtot < stot ? dtot : stot));
         return;
     }
     if (dtot == stot && dc && src_dtl->simple_) {
-        copy_strided(dst + dst_dtl->root_disp_, (char *) (uintptr_t) src, src_dtl, src_count, 1);
+        copy_strided(dst + dst_dtl->root_disp_, (char *)(uintptr_t)src, src_dtl, src_count, 1);
         return;
     }
     if (dtot == stot && sc && dst_dtl->simple_) {
-        copy_strided((char *) (uintptr_t) (src + src_dtl->root_disp_), dst, dst_dtl, dst_count,
-                     0);
+        copy_strided((char *)(uintptr_t)(src + src_dtl->root_disp_), dst, dst_dtl, dst_count, 0);
         return;
     }
     dtl_copy_arg_t arg = {dst, src};

@@ -30,15 +30,15 @@ struct rma_dtl {
     int is_contig;       /* count elements are one block of count*size bytes at true_lb */
 
     /* private to dtl.c */
-    _Atomic int handle_;               /* static tables: type the entry holds, 0 while empty */
-    MPI_Aint root_disp_, root_len_;    /* the element's item: data at root_disp_ ... */
-    struct rma_dtl_node *root_child_;  /* ... contiguous root_len_ bytes when NULL */
-    MPI_Aint lo_, hi_;                 /* bytes one element touches, lo_ == hi_ when none */
-    int depth_;                        /* nesting depth of root_child_ (0 for a leaf) */
-    int simple_;                       /* one element = s_count_ runs of s_len_ bytes */
+    _Atomic int handle_;              /* static tables: type the entry holds, 0 while empty */
+    MPI_Aint root_disp_, root_len_;   /* the element's item: data at root_disp_ ... */
+    struct rma_dtl_node *root_child_; /* ... contiguous root_len_ bytes when NULL */
+    MPI_Aint lo_, hi_;                /* bytes one element touches, lo_ == hi_ when none */
+    int depth_;                       /* nesting depth of root_child_ (0 for a leaf) */
+    int simple_;                      /* one element = s_count_ runs of s_len_ bytes */
     MPI_Aint s_disp_, s_count_, s_stride_, s_len_;
-    MPI_Aint nnodes_;                  /* nodes + items in the representation */
-    struct rma_dtl_node *allocs_;      /* every node this layout owns */
+    MPI_Aint nnodes_;             /* nodes + items in the representation */
+    struct rma_dtl_node *allocs_; /* every node this layout owns */
 };
 
 /* Static table of builtin-kind predefined types, indexed by (handle & 0xff). */
@@ -52,7 +52,7 @@ int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p);
  * success. */
 static inline int rma_dtl_get(MPI_Datatype type, const rma_dtl_t **dtl_p)
 {
-    unsigned h = (unsigned) type;
+    unsigned h = (unsigned)type;
     if ((h & 0xfc000000u) == 0x4c000000u) {
         rma_dtl_t *d = &rma_dtl_builtin_table_[h & 0xff];
         if (atomic_load_explicit(&d->handle_, memory_order_acquire) == type) {

@@ -27,8 +27,8 @@ static long env_long(const char *name, long dflt, long lo, long hi)
         return dflt;
     v = strtol(s, &end, 0);
     if (*end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "librma: ignoring %s=%s (expected an integer in [%ld, %ld])\n", name, s,
-                lo, hi);
+        fprintf(stderr, "librma: ignoring %s=%s (expected an integer in [%ld, %ld])\n", name, s, lo,
+                hi);
         return dflt;
     }
     return v;
@@ -50,14 +50,22 @@ void rma_env_init(void)
 
 void rma_env_print(FILE *out)
 {
-    fprintf(out, "RMA_NETMOD_ONLY=%d      treat every peer as off-node (1) or map same-node "
-                 "peers (0)\n", rma_env.netmod_only);
-    fprintf(out, "RMA_CREATE_REMAP=%d     map MPI_Win_create / attached memory shared so "
-                 "peers load/store it (1) or use CMA (0)\n", rma_env.create_remap);
-    fprintf(out, "RMA_VERBOSE=%d          1: print errors that MPI_ERRORS_RETURN returns; 2: "
-                 "also window set-up decisions\n", rma_env.verbose);
-    fprintf(out, "RMA_SPIN_COUNT=%d     busy polls before a waiting rank starts to "
-                 "sched_yield\n", rma_env.spin_count);
+    fprintf(out,
+            "RMA_NETMOD_ONLY=%d      treat every peer as off-node (1) or map same-node "
+            "peers (0)\n",
+            rma_env.netmod_only);
+    fprintf(out,
+            "RMA_CREATE_REMAP=%d     map MPI_Win_create / attached memory shared so "
+            "peers load/store it (1) or use CMA (0)\n",
+            rma_env.create_remap);
+    fprintf(out,
+            "RMA_VERBOSE=%d          1: print errors that MPI_ERRORS_RETURN returns; 2: "
+            "also window set-up decisions\n",
+            rma_env.verbose);
+    fprintf(out,
+            "RMA_SPIN_COUNT=%d     busy polls before a waiting rank starts to "
+            "sched_yield\n",
+            rma_env.spin_count);
     fprintf(out, "RMA_DYN_MAX_REGIONS=%d regions one rank may attach to a dynamic window\n",
             rma_env.dyn_max_regions);
     fprintf(out, "RMA_CMA_IOV=%zu        iovec entries per process_vm_readv/writev call\n",

@@ -53,8 +53,7 @@ static int req_wait(int count, void **states, double timeout, MPI_Status *status
 
 int rma_request_done(MPI_Request *req)
 {
-    int rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, NULL,
-                                 req);
+    int rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, NULL, req);
     if (rc != MPI_SUCCESS)
         return rc;
     return PMPI_Grequest_complete(*req);

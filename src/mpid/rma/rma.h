@@ -15,7 +15,7 @@
 
 /* MPICH handle encoding: builtin datatypes have kind 01 in bits 31..30 and carry their size
  * in bits 15..8 (MPICH ABI, shared by every MPICH-family library). */
-#define RMA_DT_IS_BUILTIN(dt)   (((unsigned)(dt) & 0xc0000000u) == 0x40000000u)
+#define RMA_DT_IS_BUILTIN(dt)   (((unsigned)(dt)&0xc0000000u) == 0x40000000u)
 #define RMA_DT_BUILTIN_SIZE(dt) (((unsigned)(dt) >> 8) & 0xffu)
 
 enum { RMA_PUT = 0, RMA_GET = 1 };
@@ -43,8 +43,8 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const struct r
 
 /* General Put/Get: validates everything, raises errors on the window. */
 int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
-                  int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,
-                  const char *func) __attribute__((noinline));
+                  int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func)
+    __attribute__((noinline));
 
 /* Where `n` bytes at displacement `tdisp` of target `tg` are mapped here, or NULL when the
  * fast path does not apply (the slow path then decides, and reports any error). */
@@ -53,8 +53,8 @@ static inline char *rma_direct_addr(const rma_target_t *tg, MPI_Aint tdisp, size
     MPI_Aint off;
     uintptr_t ta;
 
-    if (rma_unlikely(tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off)
-                     || n > (size_t)tg->size || (size_t)off > (size_t)tg->size - n))
+    if (rma_unlikely(tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) ||
+                     n > (size_t)tg->size || (size_t)off > (size_t)tg->size - n))
         return NULL;
     ta = tg->remote_base + (uintptr_t)off;
     if (rma_unlikely(ta < tg->map_lo || ta - tg->map_lo > tg->map_len ||
@@ -67,9 +67,8 @@ static inline int rma_xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocou
                            MPI_Datatype otype, int trank, MPI_Aint tdisp, MPI_Aint tcount,
                            MPI_Datatype ttype, const char *func)
 {
-    if (rma_likely((unsigned)trank < (unsigned)win->nranks && otype == ttype &&
-                   ocount == tcount && RMA_DT_IS_BUILTIN(otype) &&
-                   (unsigned long)ocount < (1ul << 48))) {
+    if (rma_likely((unsigned)trank < (unsigned)win->nranks && otype == ttype && ocount == tcount &&
+                   RMA_DT_IS_BUILTIN(otype) && (unsigned long)ocount < (1ul << 48))) {
         rma_target_t *tg = &win->targets[trank];
         size_t n = (size_t)ocount * RMA_DT_BUILTIN_SIZE(otype);
         char *dst;

@@ -19,13 +19,13 @@
 typedef struct xfer {
     int kind;
     char *origin;
-    uintptr_t target;       /* target address of the target buffer (its own address space) */
-    char *direct;           /* where `target` is mapped here, NULL if it is not */
+    uintptr_t target;         /* target address of the target buffer (its own address space) */
+    char *direct;             /* where `target` is mapped here, NULL if it is not */
     uintptr_t map_lo, map_hi; /* target addresses mapped here */
     char *map_local;
     int pid;
     int niov, max_iov;
-    int err;                /* -errno of a failed transport call */
+    int err;                             /* -errno of a failed transport call */
     struct iovec liov[1024], riov[1024]; /* not zeroed: filled up to niov */
 } xfer_t;
 
@@ -77,23 +77,28 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
     rma_target_t *tg;
 
     if ((unsigned)trank >= (unsigned)win->nranks)
-        return rma_err(win, func, MPI_ERR_RANK, "target rank %d is not in the window's group "
-                       "of %d", trank, win->nranks);
+        return rma_err(win, func, MPI_ERR_RANK,
+                       "target rank %d is not in the window's group "
+                       "of %d",
+                       trank, win->nranks);
     tg = &win->targets[trank];
     if (!(win->all_access | tg->access))
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "no access epoch is open to rank %d (use "
-                       "a fence, MPI_Win_start or a lock first)", trank);
+        return rma_err(win, func, MPI_ERR_RMA_SYNC,
+                       "no access epoch is open to rank %d (use "
+                       "a fence, MPI_Win_start or a lock first)",
+                       trank);
     rma_dtl_span(td, tcount, &lo, &hi);
     memset(out, 0, sizeof(*out));
     out->pid = tg->pid;
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         char *local = NULL;
         if (hi > lo && (tdisp + lo < 0 ||
-            rma_win_dyn_resolve(win, trank, (uintptr_t)(tdisp + lo), (size_t)(hi - lo),
-                                &local, &out->seg_id) != MPI_SUCCESS))
-            return rma_err(win, func, MPI_ERR_RMA_RANGE, "no region attached at rank %d holds "
-                           "the target bytes [0x%lx, 0x%lx)", trank, (unsigned long)(tdisp + lo),
-                           (unsigned long)(tdisp + hi));
+                        rma_win_dyn_resolve(win, trank, (uintptr_t)(tdisp + lo), (size_t)(hi - lo),
+                                            &local, &out->seg_id) != MPI_SUCCESS))
+            return rma_err(win, func, MPI_ERR_RMA_RANGE,
+                           "no region attached at rank %d holds "
+                           "the target bytes [0x%lx, 0x%lx)",
+                           trank, (unsigned long)(tdisp + lo), (unsigned long)(tdisp + hi));
         out->taddr = (uintptr_t)tdisp;
         if (local != NULL) {
             out->local = local - lo;
@@ -103,12 +108,13 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
         }
         return MPI_SUCCESS;
     }
-    if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) ||
-        off + lo < 0 || off > LONG_MAX - hi || off + hi > tg->size)
-        return rma_err(win, func, MPI_ERR_RMA_RANGE, "target displacement %ld (disp_unit "
+    if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) || off + lo < 0 ||
+        off > LONG_MAX - hi || off + hi > tg->size)
+        return rma_err(win, func, MPI_ERR_RMA_RANGE,
+                       "target displacement %ld (disp_unit "
                        "%d) with datatype bytes [%ld, %ld) lies outside the %ld-byte "
-                       "window of rank %d", (long)tdisp, tg->disp_unit, (long)lo, (long)hi,
-                       (long)tg->size, trank);
+                       "window of rank %d",
+                       (long)tdisp, tg->disp_unit, (long)lo, (long)hi, (long)tg->size, trank);
     out->taddr = tg->remote_base + (uintptr_t)off;
     if (tg->map_local != NULL) {
         out->map_lo = tg->map_lo;
@@ -121,8 +127,7 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
 }
 
 int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
-                  int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,
-                  const char *func)
+                  int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func)
 {
     const rma_dtl_t *od, *td;
     MPI_Aint obytes, tbytes;
@@ -146,9 +151,10 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     if (rc != MPI_SUCCESS)
         return rc;
     if (obytes != tbytes)
-        return rma_err(win, func, MPI_ERR_TYPE, "the %s buffer holds %ld bytes but the target "
-                       "buffer %ld: the type signatures differ", kind_name(kind), (long)obytes,
-                       (long)tbytes);
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "the %s buffer holds %ld bytes but the target "
+                       "buffer %ld: the type signatures differ",
+                       kind_name(kind), (long)obytes, (long)tbytes);
     win->ops_in_fence = 1;
     if (tbytes == 0)
         return MPI_SUCCESS;
@@ -176,8 +182,10 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     if (rc == -1 && x.err == 0)
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
     if (x.err != 0)
-        return rma_err(win, func, MPI_ERR_OTHER, "cross-memory %s of rank %d (pid %d) failed: "
-                       "%s", kind == RMA_PUT ? "write to" : "read from", trank, span.pid,
+        return rma_err(win, func, MPI_ERR_OTHER,
+                       "cross-memory %s of rank %d (pid %d) failed: "
+                       "%s",
+                       kind == RMA_PUT ? "write to" : "read from", trank, span.pid,
                        strerror(-x.err));
     return MPI_SUCCESS;
 }

@@ -26,8 +26,8 @@ static size_t iov_total(const struct iovec *iov, int n)
 
 /* process_vm_* may move less than asked (page faults half way): go on from where it
  * stopped until all arrived or an error. */
-static int nm_shm_xfer(int pid, const struct iovec *local, int nlocal,
-                       const struct iovec *remote, int nremote, int write)
+static int nm_shm_xfer(int pid, const struct iovec *local, int nlocal, const struct iovec *remote,
+                       int nremote, int write)
 {
     size_t want = iov_total(local, nlocal);
     ssize_t got = write ? process_vm_writev(pid, local, (unsigned long)nlocal, remote,
@@ -79,14 +79,14 @@ static int nm_shm_xfer(int pid, const struct iovec *local, int nlocal,
     return 0;
 }
 
-static int nm_shm_writev(int pid, const struct iovec *local, int nlocal,
-                         const struct iovec *remote, int nremote)
+static int nm_shm_writev(int pid, const struct iovec *local, int nlocal, const struct iovec *remote,
+                         int nremote)
 {
     return nm_shm_xfer(pid, local, nlocal, remote, nremote, 1);
 }
 
-static int nm_shm_readv(int pid, const struct iovec *local, int nlocal,
-                        const struct iovec *remote, int nremote)
+static int nm_shm_readv(int pid, const struct iovec *local, int nlocal, const struct iovec *remote,
+                        int nremote)
 {
     return nm_shm_xfer(pid, local, nlocal, remote, nremote, 0);
 }
