@@ -56,6 +56,7 @@ int MPI_Finalize(void)
     rma_nm_shm_ops.finalize();
     rma_seg_finalize();
     rma_memreg_finalize();
+    rma_win_finalize();
     return PMPI_Finalize();
 }
 

@@ -7,54 +7,85 @@
 #include <stdlib.h>
 #include <string.h>
 
-rma_win_t **rma_win_table;
-unsigned rma_win_table_size;
+rma_win_tab_t *_Atomic rma_win_tab;
+static rma_win_tab_t **retired; /* tables replaced by a larger one */
+static int nretired;
 static unsigned win_live;
 static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A free slot index, growing the table when full (win_lock held); -1 without memory. */
+static int slot_alloc(void)
+{
+    rma_win_tab_t *t = atomic_load_explicit(&rma_win_tab, memory_order_relaxed), *nt, **r;
+    unsigned size = t ? t->size : 0, cap = size ? 2 * size : 16, idx;
+
+    for (idx = 0; idx < size; idx++)
+        if (t->slot[idx] == NULL)
+            return (int)idx;
+    if (cap > RMA_WIN_INDEX_MASK + 1u)
+        return -1;
+    nt = calloc(1, sizeof(*nt) + cap * sizeof(nt->slot[0]));
+    r = realloc(retired, (size_t)(nretired + 1) * sizeof(*r));
+    if (nt == NULL || r == NULL) {
+        free(nt);
+        retired = r ? r : retired;
+        return -1;
+    }
+    retired = r;
+    nt->size = cap;
+    if (t != NULL) {
+        memcpy(nt->slot, t->slot, size * sizeof(t->slot[0]));
+        retired[nretired++] = t;
+    }
+    atomic_store_explicit(&rma_win_tab, nt, memory_order_release);
+    return (int)size;
+}
 
 rma_win_t *rma_win_new(void)
 {
     rma_win_t *win = calloc(1, sizeof(*win));
-    unsigned idx;
+    int idx;
 
     if (win == NULL)
         return NULL;
-    pthread_mutex_lock(&win_lock);
-    for (idx = 0; idx < rma_win_table_size; idx++)
-        if (rma_win_table[idx] == NULL)
-            break;
-    if (idx == rma_win_table_size) {
-        unsigned cap = rma_win_table_size ? 2 * rma_win_table_size : 16;
-        rma_win_t **t =
-            cap <= RMA_WIN_INDEX_MASK + 1u ? realloc(rma_win_table, cap * sizeof(*t)) : NULL;
-        if (t == NULL) {
-            pthread_mutex_unlock(&win_lock);
-            free(win);
-            return NULL;
-        }
-        memset(t + rma_win_table_size, 0, (cap - rma_win_table_size) * sizeof(*t));
-        rma_win_table = t;
-        rma_win_table_size = cap;
-    }
-    win->handle = (MPI_Win)(RMA_WIN_HANDLE_TAG | idx);
-    rma_win_table[idx] = win;
-    win_live++;
-    pthread_mutex_unlock(&win_lock);
     win->errhandler = MPI_ERRORS_ARE_FATAL;
     win->model = MPI_WIN_UNIFIED;
     win->seg_fd = -1;
     win->group = MPI_GROUP_NULL;
+    pthread_mutex_lock(&win_lock);
+    idx = slot_alloc();
+    if (idx < 0) {
+        pthread_mutex_unlock(&win_lock);
+        free(win);
+        return NULL;
+    }
+    win->handle = (MPI_Win)(RMA_WIN_HANDLE_TAG | (unsigned)idx);
+    atomic_load_explicit(&rma_win_tab, memory_order_relaxed)->slot[idx] = win;
+    win_live++;
+    pthread_mutex_unlock(&win_lock);
     return win;
 }
 
 void rma_win_delete(rma_win_t *win)
 {
     pthread_mutex_lock(&win_lock);
-    rma_win_table[(unsigned)win->handle & RMA_WIN_INDEX_MASK] = NULL;
+    atomic_load_explicit(&rma_win_tab, memory_order_relaxed)
+        ->slot[(unsigned)win->handle & RMA_WIN_INDEX_MASK] = NULL;
     win_live--;
     pthread_mutex_unlock(&win_lock);
     free(win->attrs);
     free(win);
+}
+
+void rma_win_finalize(void)
+{
+    pthread_mutex_lock(&win_lock);
+    for (int i = 0; i < nretired; i++)
+        free(retired[i]);
+    free(retired);
+    retired = NULL;
+    nretired = 0;
+    pthread_mutex_unlock(&win_lock);
 }
 
 int rma_win_count(void)

@@ -202,17 +202,25 @@ typedef struct rma_win {
 
 /* ------------------------------------------------------------------ handle table */
 
-extern rma_win_t **rma_win_table;
-extern unsigned rma_win_table_size;
+/* The table is replaced, never resized in place, when it grows: a lookup in another thread
+ * sees either the old or the new one, both valid (old ones are freed at MPI_Finalize). */
+typedef struct rma_win_tab {
+    unsigned size;
+    rma_win_t *slot[];
+} rma_win_tab_t;
+
+extern rma_win_tab_t *_Atomic rma_win_tab;
 
 /* The window behind `handle`, or NULL when it is not a live librma window. */
 static inline rma_win_t *rma_win_lookup(MPI_Win handle)
 {
     unsigned idx = (unsigned)handle & RMA_WIN_INDEX_MASK;
-    if (rma_unlikely(((unsigned)handle & RMA_WIN_HANDLE_MASK) != RMA_WIN_HANDLE_TAG ||
-                     idx >= rma_win_table_size))
+    rma_win_tab_t *t = atomic_load_explicit(&rma_win_tab, memory_order_acquire);
+
+    if (rma_unlikely(((unsigned)handle & RMA_WIN_HANDLE_MASK) != RMA_WIN_HANDLE_TAG || t == NULL ||
+                     idx >= t->size))
         return NULL;
-    return rma_win_table[idx];
+    return t->slot[idx];
 }
 
 /* Allocates a zeroed window and its handle. NULL on allocation failure. */
@@ -223,6 +231,9 @@ void rma_win_delete(rma_win_t *win);
 
 /* Number of live windows (for MPI_Finalize diagnostics). */
 int rma_win_count(void);
+
+/* Frees retired handle tables (MPI_Finalize). */
+void rma_win_finalize(void);
 
 /* ------------------------------------------------------------------ flavors (win_flavor.c) */
 
