@@ -52,21 +52,13 @@ static int request_op(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, M
                       int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,
                       MPI_Request *req, const char *func)
 {
-    int rc;
+    int rc = rma_request_check(win, req, func);
 
-    if (req == NULL)
-        return rma_err(win, func, MPI_ERR_ARG, "request is NULL");
-    if (win->epoch != RMA_EPOCH_LOCK && win->epoch != RMA_EPOCH_LOCK_ALL)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC,
-                       "request-based operations need a passive "
-                       "target epoch (MPI_Win_lock or MPI_Win_lock_all)");
-    rc = rma_xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    rc = rma_request_done(req);
-    if (rc != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_OTHER, "cannot create the request");
-    return MPI_SUCCESS;
+    if (rc == MPI_SUCCESS)
+        rc = rma_xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
+    if (rc == MPI_SUCCESS)
+        rc = rma_request_done(win, req, func);
+    return rc;
 }
 
 int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,

@@ -138,7 +138,6 @@ static const char *class_name(int errclass)
     case MPI_ERR_NO_MEM: return "MPI_ERR_NO_MEM";
     case MPI_ERR_COMM: return "MPI_ERR_COMM";
     case MPI_ERR_BUFFER: return "MPI_ERR_BUFFER";
-    case MPI_ERR_UNSUPPORTED_OPERATION: return "MPI_ERR_UNSUPPORTED_OPERATION";
     default: return "MPI_ERR_OTHER";
     }
 }

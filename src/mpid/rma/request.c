@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include "mpid/rma/rma.h"
+#include "windows/win_error.h"
 
 static int req_query(void *extra, MPI_Status *status)
 {
@@ -51,10 +52,23 @@ static int req_wait(int count, void **states, double timeout, MPI_Status *status
     return MPI_SUCCESS;
 }
 
-int rma_request_done(MPI_Request *req)
+int rma_request_check(rma_win_t *win, MPI_Request *req, const char *func)
+{
+    if (req == NULL)
+        return rma_err(win, func, MPI_ERR_ARG, "request is NULL");
+    if (win->epoch != RMA_EPOCH_LOCK && win->epoch != RMA_EPOCH_LOCK_ALL)
+        return rma_err(win, func, MPI_ERR_RMA_SYNC,
+                       "request-based operations need a passive target epoch (MPI_Win_lock or "
+                       "MPI_Win_lock_all)");
+    return MPI_SUCCESS;
+}
+
+int rma_request_done(rma_win_t *win, MPI_Request *req, const char *func)
 {
     int rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, NULL, req);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Grequest_complete(*req);
     if (rc != MPI_SUCCESS)
-        return rc;
-    return PMPI_Grequest_complete(*req);
+        return rma_err(win, func, MPI_ERR_OTHER, "cannot create the request");
+    return MPI_SUCCESS;
 }

@@ -85,8 +85,13 @@ static inline int rma_xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocou
     return rma_xfer_slow(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
 }
 
-/* A request that is already complete (request-based operations whose data has moved):
- * a generalized request, so MPI_Wait/Test/Waitall/Request_free work on it. */
-int rma_request_done(MPI_Request *req);
+/* Checks a request-based operation before it runs: req not NULL and a passive target epoch
+ * open (MPI-3.1 11.3). MPI_SUCCESS or the error raised on the window. */
+int rma_request_check(rma_win_t *win, MPI_Request *req, const char *func);
+
+/* Returns in *req a request that is already complete (the operation's data has moved): a
+ * generalized request, so MPI_Wait/Test/Waitall/Request_free work on it. MPI_SUCCESS or
+ * MPI_ERR_OTHER raised on the window. */
+int rma_request_done(rma_win_t *win, MPI_Request *req, const char *func);
 
 #endif
