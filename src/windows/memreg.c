@@ -119,20 +119,6 @@ int rma_memreg_free(void *ptr)
     return 0;
 }
 
-int rma_memreg_is_alloc(const void *ptr)
-{
-    rma_memreg_t *reg;
-    uintptr_t start;
-    int yes;
-
-    pthread_mutex_lock(&memreg_lock);
-    table_ready();
-    reg = rma_lwt_find(&memreg_table, (uintptr_t)ptr, 1, &start, NULL);
-    yes = reg != NULL && reg->kind == RMA_MEMREG_ALLOC && start == (uintptr_t)ptr;
-    pthread_mutex_unlock(&memreg_lock);
-    return yes;
-}
-
 /* Calls fn for each mapping of /proc/self/maps that overlaps [lo, hi), in address order,
  * until it returns 0. Returns 1 when fn accepted every mapping and they cover [lo, hi)
  * without a hole. */

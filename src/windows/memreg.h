@@ -34,9 +34,6 @@ void *rma_memreg_alloc(size_t size);
 /* MPI_Free_mem: 0, or -ENOENT when ptr is not a block from rma_memreg_alloc. */
 int rma_memreg_free(void *ptr);
 
-/* 1 when ptr is the start of a block from rma_memreg_alloc. */
-int rma_memreg_is_alloc(const void *ptr);
-
 /* Makes [addr, addr+len) mappable by peers and takes a reference on the registered range
  * holding it: an existing one (Alloc_mem block, earlier window) or a new one made by moving
  * the enclosing pages onto a segment. NULL when that is not possible or not allowed
