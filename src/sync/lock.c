@@ -125,8 +125,8 @@ int rma_lock_all(rma_win_t *win, int assert)
     rc = rma_sync_leave_fence(win, func);
     if (rc != MPI_SUCCESS)
         return rc;
-    win->targets[0].lock_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
-    if (!win->targets[0].lock_nocheck)
+    win->lock_all_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
+    if (!win->lock_all_nocheck)
         for (int t = 0; t < win->nranks; t++)
             lock_acquire(win, t, MPI_LOCK_SHARED);
     win->epoch = RMA_EPOCH_LOCK_ALL;
@@ -140,10 +140,10 @@ int rma_unlock_all(rma_win_t *win)
         return rma_err(win, "MPI_Win_unlock_all", MPI_ERR_RMA_SYNC,
                        "no MPI_Win_lock_all epoch is open");
     atomic_thread_fence(memory_order_seq_cst);
-    if (!win->targets[0].lock_nocheck)
+    if (!win->lock_all_nocheck)
         for (int t = 0; t < win->nranks; t++)
             lock_release(win, t, MPI_LOCK_SHARED);
-    win->targets[0].lock_nocheck = 0;
+    win->lock_all_nocheck = 0;
     win->epoch = RMA_EPOCH_NONE;
     win->all_access = 0;
     return MPI_SUCCESS;

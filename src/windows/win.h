@@ -188,7 +188,8 @@ typedef struct rma_win {
     uint32_t *post_seen;        /* posts consumed from each target */
     uint64_t complete_expected; /* completes to wait for as a target */
     int exposure_open;
-    int nlocks; /* targets locked with MPI_Win_lock */
+    int nlocks;           /* targets locked with MPI_Win_lock */
+    int lock_all_nocheck; /* MPI_Win_lock_all with MPI_MODE_NOCHECK: no lock words held */
 
     /* attributes, name, error handler, info */
     MPI_Errhandler errhandler;
