@@ -8,6 +8,7 @@
  * through CMA.
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,6 +66,11 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
         r.seg_len = reg->len;
         r.seg_fd = reg->fd;
     }
+    if (rma_env.verbose >= 2)
+        fprintf(stderr, "librma: MPI_Win_attach window 0x%x: rank %d region [%p, +%ld) %s\n",
+                (unsigned)win->handle, win->rank, base, (long)size,
+                reg != NULL ? "shared (peers load/store it)"
+                            : "reached through cross-memory attach");
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_acq_rel);
     memmove(&tab[pos + 1], &tab[pos], (n - pos) * sizeof(*tab));
     memmove(&win->dyn_regs[pos + 1], &win->dyn_regs[pos], (n - pos) * sizeof(*win->dyn_regs));

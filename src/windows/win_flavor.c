@@ -277,6 +277,12 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
                 tg->map_len = all[t].seg.len;
             }
         }
+        if (rma_env.verbose >= 2 && t != win->rank)
+            fprintf(stderr, "librma: MPI_Win_create window 0x%x: rank %d reaches rank %d %s\n",
+                    (unsigned)win->handle, win->rank, t,
+                    tg->size == 0   ? "(0 bytes)"
+                    : tg->map_local ? "directly (load/store)"
+                                    : "through cross-memory attach");
     }
     free(all);
     *win_p = win;
