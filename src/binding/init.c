@@ -12,6 +12,7 @@
 #include "binding/binding.h"
 #include "mpid/rma/dtl.h"
 #include "mpid/rma/env.h"
+#include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
 #include "rma_ext.h"
 #include "windows/memreg.h"
@@ -121,10 +122,13 @@ int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *
         return MPI_SUCCESS;
     }
     rma_target_t *tg = &win->targets[target];
-    uintptr_t ta = tg->remote_base + (uintptr_t)(disp * tg->disp_unit);
-    *path =
-        tg->map_local != NULL && ta >= tg->map_lo && ta + (uintptr_t)len <= tg->map_lo + tg->map_len
-            ? RMAX_PATH_DIRECT
-            : RMAX_PATH_CMA;
+    MPI_Aint off;
+    if (disp < 0 || __builtin_mul_overflow(disp, (MPI_Aint)tg->disp_unit, &off) || off > tg->size ||
+        len > tg->size - off)
+        return rma_err(win, "RMAX_Win_path", MPI_ERR_RMA_RANGE,
+                       "[%ld, +%ld) lies outside the %ld-byte window of rank %d", (long)disp,
+                       (long)len, (long)tg->size, target);
+    /* the hot path's own test: mapped here means load/store */
+    *path = rma_direct_addr(tg, disp, (size_t)len) != NULL ? RMAX_PATH_DIRECT : RMAX_PATH_CMA;
     return MPI_SUCCESS;
 }
