@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 rma_li_state_t rma_li_state;
 
@@ -195,6 +196,11 @@ int li_end(void)
 
 void li_abort(int code)
 {
+    /* What the program printed must reach the launcher before it kills the job: flush every
+     * stream, then give mpiexec a moment to forward it. */
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    fflush(NULL);
+    nanosleep(&ts, NULL);
     MPI_Abort(MPI_COMM_WORLD, code);
     abort();
 }
