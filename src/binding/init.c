@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "binding/binding.h"
+#include "mpid/rma/acc.h"
 #include "mpid/rma/dtl.h"
 #include "mpid/rma/env.h"
 #include "mpid/rma/rma.h"
@@ -24,6 +25,7 @@ static void init_body(void)
 {
     rma_env_init();
     rma_nm_shm_ops.init();
+    rma_acc_ops_probe();
 }
 
 void rma_init_once(void)
@@ -59,16 +61,6 @@ int MPI_Finalize(void)
     rma_memreg_finalize();
     rma_win_finalize();
     return PMPI_Finalize();
-}
-
-/* Committed derived datatypes are marked so that RMA calls can refuse uncommitted ones
- * with MPI_ERR_TYPE (MPI has no query for "committed"). */
-int MPI_Type_commit(MPI_Datatype *type)
-{
-    int rc = PMPI_Type_commit(type);
-    if (rc == MPI_SUCCESS)
-        rma_dtl_mark_committed(*type);
-    return rc;
 }
 
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)

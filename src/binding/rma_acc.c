@@ -86,7 +86,7 @@ static int request_acc(rma_win_t *win, int kind, const void *origin, MPI_Aint oc
                        int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, MPI_Op op,
                        MPI_Request *req, const char *func)
 {
-    int rc = rma_request_check(win, req, func);
+    int rc = rma_request_check(win, req, trank, func);
 
     if (rc == MPI_SUCCESS)
         rc = rma_accumulate(win, kind, origin, ocount, otype, result, rcount, rtype, trank, tdisp,

@@ -52,7 +52,7 @@ static int request_op(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, M
                       int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,
                       MPI_Request *req, const char *func)
 {
-    int rc = rma_request_check(win, req, func);
+    int rc = rma_request_check(win, req, trank, func);
 
     if (rc == MPI_SUCCESS)
         rc = rma_xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);

@@ -168,7 +168,7 @@ static int shared_query(MPI_Win handle, int rank, MPI_Aint *size, MPI_Aint *disp
     tg = &win->targets[rank];
     *size = tg->size;
     *disp_unit = tg->disp_unit;
-    *(void **)baseptr = tg->map_local;
+    *(void **)baseptr = tg->size > 0 ? tg->map_local : NULL; /* MPICH, and MPI-4 12.2.3 */
     return MPI_SUCCESS;
 }
 

@@ -63,3 +63,11 @@ int MPI_Errhandler_free(MPI_Errhandler *errhandler)
     }
     return PMPI_Errhandler_free(errhandler);
 }
+
+/* librma's error codes carry their precise reason (see rma_err); others are MPICH's. */
+int MPI_Error_string(int errorcode, char *string, int *resultlen)
+{
+    if (string != NULL && resultlen != NULL && rma_err_string(errorcode, string, resultlen))
+        return MPI_SUCCESS;
+    return PMPI_Error_string(errorcode, string, resultlen);
+}

@@ -142,11 +142,81 @@ static const char *class_name(int errclass)
     }
 }
 
+/* ------------------------------------------------------------------ error codes
+ *
+ * Every error librma raises gets an MPI error code of its class (MPI_Add_error_code), so
+ * that MPI_Error_class answers the standard class and MPI_Error_string (interposed) the
+ * precise reason. Each class has a small ring of codes reused in turn: a code keeps its
+ * text until RMA_ERR_RING later errors of the same class were raised. */
+
+#define RMA_ERR_RING    16
+#define RMA_ERR_CLASSES 128
+#define RMA_ERR_TEXT    640
+
+typedef struct err_slot {
+    int code; /* 0: not created yet */
+    char text[RMA_ERR_TEXT];
+} err_slot_t;
+
+static pthread_mutex_t code_lock = PTHREAD_MUTEX_INITIALIZER;
+static err_slot_t *err_slots; /* [RMA_ERR_CLASSES][RMA_ERR_RING], allocated on first error */
+static unsigned err_next[RMA_ERR_CLASSES];
+
+/* An error code of errclass that MPI_Error_string will describe with `text`; errclass
+ * itself when no code can be made (MPI not initialized, codes exhausted). */
+static int err_code(int errclass, const char *text)
+{
+    err_slot_t *slot;
+    int code = errclass, init = 0, fini = 0;
+
+    if (errclass <= MPI_SUCCESS || errclass >= RMA_ERR_CLASSES ||
+        PMPI_Initialized(&init) != MPI_SUCCESS || !init || PMPI_Finalized(&fini) != MPI_SUCCESS ||
+        fini)
+        return errclass;
+    pthread_mutex_lock(&code_lock);
+    if (err_slots == NULL)
+        err_slots = calloc((size_t)RMA_ERR_CLASSES * RMA_ERR_RING, sizeof(*err_slots));
+    if (err_slots == NULL)
+        goto out;
+    slot = &err_slots[errclass * RMA_ERR_RING + err_next[errclass] % RMA_ERR_RING];
+    if (slot->code == 0 && PMPI_Add_error_code(errclass, &slot->code) != MPI_SUCCESS) {
+        slot->code = 0;
+        goto out;
+    }
+    err_next[errclass]++;
+    snprintf(slot->text, sizeof(slot->text), "%s", text);
+    code = slot->code;
+out:
+    pthread_mutex_unlock(&code_lock);
+    return code;
+}
+
+int rma_err_string(int code, char *out, int *len)
+{
+    int cls = code & 0x7f, found = 0;
+
+    if (code <= MPI_SUCCESS || cls >= RMA_ERR_CLASSES)
+        return 0;
+    pthread_mutex_lock(&code_lock);
+    for (int i = 0; err_slots != NULL && i < RMA_ERR_RING && !found; i++) {
+        const err_slot_t *slot = &err_slots[cls * RMA_ERR_RING + i];
+        if (slot->code == code) {
+            *len = snprintf(out, MPI_MAX_ERROR_STRING, "%s", slot->text);
+            if (*len >= MPI_MAX_ERROR_STRING)
+                *len = MPI_MAX_ERROR_STRING - 1;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&code_lock);
+    return found;
+}
+
 int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...)
 {
-    char reason[512], where[160];
+    char reason[512], where[160], text[RMA_ERR_TEXT];
     MPI_Errhandler eh = MPI_ERRORS_ARE_FATAL;
     va_list ap;
+    int code;
 
     va_start(ap, fmt);
     vsnprintf(reason, sizeof(reason), fmt, ap);
@@ -157,28 +227,26 @@ int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...
         eh = win->errhandler;
     } else {
         where[0] = '\0';
+    }
+    snprintf(text, sizeof(text), "%s%s: %s [%s]", func, where, reason, class_name(errclass));
+    code = err_code(errclass, text);
+    if (win == NULL) {
         PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh);
         if (eh != MPI_ERRORS_RETURN && eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT) {
             /* user handler on the world communicator */
             PMPI_Errhandler_free(&eh);
-            PMPI_Comm_call_errhandler(MPI_COMM_WORLD, errclass);
-            return errclass;
+            PMPI_Comm_call_errhandler(MPI_COMM_WORLD, code);
+            return code;
         }
     }
-    if (eh == MPI_ERRORS_RETURN) {
-        if (rma_env.verbose)
-            fprintf(stderr, "librma: %s%s: %s [%s]\n", func, where, reason, class_name(errclass));
-        return errclass;
-    }
     if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT) {
-        fprintf(stderr, "librma: fatal error in %s%s: %s [%s]\n", func, where, reason,
-                class_name(errclass));
+        fprintf(stderr, "librma: fatal error in %s\n", text);
         abort_job(errclass);
-        return errclass;
+        return code;
     }
     if (rma_env.verbose)
-        fprintf(stderr, "librma: %s%s: %s [%s]\n", func, where, reason, class_name(errclass));
-    return rma_errh_call(win, errclass);
+        fprintf(stderr, "librma: %s\n", text);
+    return eh == MPI_ERRORS_RETURN ? code : rma_errh_call(win, code);
 }
 
 int rma_errh_call(rma_win_t *win, int code)

@@ -14,9 +14,14 @@
 #include "windows/win.h"
 
 /* Raises errclass on win (NULL: no window) for MPI call `func`. Returns the error code the
- * handler leaves for the caller to return. */
+ * handler leaves for the caller to return: a code of class errclass whose MPI_Error_string
+ * is the precise reason. */
 int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), cold, noinline));
+
+/* MPI_Error_string for a code rma_err returned: copies its precise text to out (at most
+ * MPI_MAX_ERROR_STRING bytes with the NUL) and returns 1; 0 when the code is not librma's. */
+int rma_err_string(int code, char *out, int *len);
 
 /* User error handler registry: MPI_Win_create_errhandler keeps the function here. */
 int rma_errh_register(MPI_Errhandler eh, MPI_Win_errhandler_function *fn);

@@ -74,7 +74,8 @@ static void errors_on(MPI_Win w, MPI_Aint base, int target, const char *what)
                  MPI_ERR_OP);
     MPI_ERRCLASS(MPI_Accumulate(ibuf, 1, MPI_C_BOOL, target, base, 1, MPI_C_BOOL, MPI_SUM, w),
                  MPI_ERR_OP);
-    MPI_ERRCLASS(MPI_Accumulate(ibuf, 1, MPI_CHAR, target, base, 1, MPI_CHAR, MPI_MAX, w),
+    /* MPI_CHAR arithmetic is an MPICH extension librma follows; MPI_WCHAR has none */
+    MPI_ERRCLASS(MPI_Accumulate(ibuf, 1, MPI_WCHAR, target, base, 1, MPI_WCHAR, MPI_MAX, w),
                  MPI_ERR_OP);
     MPI_ERRCLASS(MPI_Accumulate(ibuf, 1, MPI_C_DOUBLE_COMPLEX, target, base, 1,
                                 MPI_C_DOUBLE_COMPLEX, MPI_MAX, w), MPI_ERR_OP);

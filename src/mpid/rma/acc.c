@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <pthread.h>
+#include <wchar.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -36,16 +38,17 @@ const uint16_t rma_acc_class_ops[RMA_AC_COUNT] = {
 };
 
 #define SK(T)            (sizeof(T) == 8 ? RMA_AK_S64 : sizeof(T) == 4 ? RMA_AK_S32 : RMA_AK_LOCKED)
+#define CK               (CHAR_MIN < 0 ? RMA_AK_S8 : RMA_AK_U8) /* plain char's signedness */
 #define UK(T)            (sizeof(T) == 8 ? RMA_AK_U64 : sizeof(T) == 4 ? RMA_AK_U32 : RMA_AK_LOCKED)
 #define T(dt, kind, cls) [(unsigned)(dt)&0xffu] = {(dt), (kind), (cls), RMA_DT_BUILTIN_SIZE(dt), 0}
 
 /* Every predefined builtin datatype; -Woverride-init would catch two sharing an index. */
 const rma_acc_type_t rma_acc_types[256] = {
-    T(MPI_CHAR, RMA_AK_U8, RMA_AC_OTHER),
+    T(MPI_CHAR, CK, RMA_AC_OTHER),
     T(MPI_SIGNED_CHAR, RMA_AK_S8, RMA_AC_INT),
     T(MPI_UNSIGNED_CHAR, RMA_AK_U8, RMA_AC_INT),
     T(MPI_BYTE, RMA_AK_U8, RMA_AC_BYTE),
-    T(MPI_WCHAR, UK(wchar_t), RMA_AC_OTHER),
+    T(MPI_WCHAR, (WCHAR_MIN < 0 ? SK(wchar_t) : UK(wchar_t)), RMA_AC_OTHER),
     T(MPI_SHORT, RMA_AK_S16, RMA_AC_INT),
     T(MPI_UNSIGNED_SHORT, RMA_AK_U16, RMA_AC_INT),
     T(MPI_INT, SK(int), RMA_AC_INT),
@@ -79,7 +82,7 @@ const rma_acc_type_t rma_acc_types[256] = {
     T(MPI_CXX_DOUBLE_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
     T(MPI_CXX_LONG_DOUBLE_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
     /* Fortran types: integers and reals share the C mechanism of their size */
-    T(MPI_CHARACTER, RMA_AK_U8, RMA_AC_OTHER),
+    T(MPI_CHARACTER, CK, RMA_AC_OTHER),
     T(MPI_LOGICAL, RMA_AK_LOCKED, RMA_AC_LOGICAL),
     T(MPI_INTEGER, RMA_AK_S32, RMA_AC_INT),
     T(MPI_INTEGER1, RMA_AK_S8, RMA_AC_INT),
@@ -104,6 +107,80 @@ const rma_acc_type_t rma_acc_types[256] = {
 #undef T
 #undef SK
 #undef UK
+#undef CK
+
+uint16_t rma_acc_type_ops[256];
+static uint16_t pair_ops[(unsigned)MPI_LONG_DOUBLE_INT - (unsigned)MPI_FLOAT_INT + 1];
+static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
+
+static void ops_from_classes(void)
+{
+    for (unsigned i = 0; i < 256; i++)
+        rma_acc_type_ops[i] = rma_acc_class_ops[rma_acc_types[i].cls];
+    for (unsigned i = 0; i < sizeof(pair_ops) / sizeof(pair_ops[0]); i++)
+        pair_ops[i] = rma_acc_class_ops[RMA_AC_PAIR];
+}
+
+/* Which of the twelve computing ops the host's MPI_Reduce_local accepts on `type` (a count
+ * of 0 runs its op/type check and computes nothing). MPICH 4.0's check passes MPI_LAND and
+ * MPI_LOR on C floating types but its kernels abort on them: those stay refused. */
+static uint16_t ops_probe_type(MPI_Datatype type, int cls)
+{
+    uint16_t ops = rma_acc_class_ops[cls] & (uint16_t)((1u << RMA_OP_REPLACE) | (1u << RMA_OP_NO_OP));
+    char a[64], b[64];
+
+    if (cls == RMA_AC_INVALID)
+        return 0;
+    for (int op = 0; op < RMA_OP_REPLACE; op++) {
+        if ((op == RMA_OP_LAND || op == RMA_OP_LOR) &&
+            (type == MPI_FLOAT || type == MPI_DOUBLE || type == MPI_LONG_DOUBLE))
+            continue;
+        if (PMPI_Reduce_local(a, b, 0, type, (MPI_Op)((unsigned)MPI_MAX + (unsigned)op)) ==
+            MPI_SUCCESS)
+            ops |= (uint16_t)(1u << op);
+    }
+    return ops;
+}
+
+static void ops_probe_body(void)
+{
+    MPI_Errhandler world, self;
+    int init = 0, fini = 0;
+
+    ops_from_classes();
+    if (PMPI_Initialized(&init) != MPI_SUCCESS || !init || PMPI_Finalized(&fini) != MPI_SUCCESS ||
+        fini)
+        return;
+    PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &world);
+    PMPI_Comm_get_errhandler(MPI_COMM_SELF, &self);
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    PMPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    for (unsigned i = 0; i < 256; i++)
+        if (rma_acc_types[i].handle != 0)
+            rma_acc_type_ops[i] = ops_probe_type(rma_acc_types[i].handle, rma_acc_types[i].cls);
+    for (unsigned i = 0; i < sizeof(pair_ops) / sizeof(pair_ops[0]); i++)
+        pair_ops[i] = ops_probe_type((MPI_Datatype)((unsigned)MPI_FLOAT_INT + i), RMA_AC_PAIR);
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, world);
+    PMPI_Comm_set_errhandler(MPI_COMM_SELF, self);
+    PMPI_Errhandler_free(&world);
+    PMPI_Errhandler_free(&self);
+}
+
+void rma_acc_ops_probe(void)
+{
+    pthread_once(&ops_once, ops_probe_body);
+}
+
+int rma_acc_op_allowed(MPI_Datatype basic, int op)
+{
+    unsigned h = (unsigned)basic;
+
+    if (RMA_DT_IS_BUILTIN(basic))
+        return rma_acc_types[h & 0xff].handle == basic && (rma_acc_type_ops[h & 0xff] >> op & 1);
+    if (h >= (unsigned)MPI_FLOAT_INT && h <= (unsigned)MPI_LONG_DOUBLE_INT)
+        return pair_ops[h - (unsigned)MPI_FLOAT_INT] >> op & 1;
+    return 0;
+}
 
 int rma_acc_type_class(MPI_Datatype basic)
 {
@@ -526,15 +603,15 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                        "MPI_Compare_and_swap needs an integer, "
                        "logical or byte datatype, not %s",
                        class_names[cls]);
-    if (cls != RMA_AC_INVALID && !(rma_acc_class_ops[cls] >> opi & 1))
+    if (cls != RMA_AC_INVALID && !rma_acc_op_allowed(a->basic, opi))
         return rma_err(win, func, MPI_ERR_OP, "%s is not defined for %s (datatype 0x%x)",
                        op_names[opi], class_names[cls], (unsigned)a->basic);
-    if ((opi != RMA_OP_NO_OP && obytes > 0 && origin == NULL) ||
-        (fetch && rbytes > 0 && result == NULL) || (kind == RMA_CAS && compare == NULL))
-        return rma_err(win, func, MPI_ERR_BUFFER, "NULL %s buffer",
-                       fetch && result == NULL       ? "result"
-                       : kind == RMA_CAS && !compare ? "compare"
-                                                     : "origin");
+    if ((opi != RMA_OP_NO_OP && rma_buf_missing(origin, ocount, otype)) ||
+        (fetch && rma_buf_missing(result, rcount, rtype)) || (kind == RMA_CAS && compare == NULL))
+        return rma_err(win, func, MPI_ERR_BUFFER, "the %s buffer is NULL",
+                       kind == RMA_CAS && compare == NULL            ? "compare"
+                       : fetch && rma_buf_missing(result, rcount, rtype) ? "result"
+                                                                         : "origin");
 
     rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
     if (rc != MPI_SUCCESS)

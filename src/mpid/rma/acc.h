@@ -77,8 +77,21 @@ enum {
     RMA_AC_COUNT
 };
 
-/* Bit RMA_OP_x set when op x is allowed on a class. */
+/* Bit RMA_OP_x set when op x is allowed on a class by MPI-4 (the starting point of
+ * rma_acc_type_ops, and what error messages name). */
 extern const uint16_t rma_acc_class_ops[RMA_AC_COUNT];
+
+/* Bit RMA_OP_x set when op x is allowed on the builtin type with index handle & 0xff: the
+ * ops the host MPI's MPI_Reduce_local accepts on it, plus MPI_REPLACE and MPI_NO_OP
+ * (rma_acc_ops_probe). Before the probe ran, the class table's ops. */
+extern uint16_t rma_acc_type_ops[256];
+
+/* Asks the host library which predefined op x type pairs it accepts (MPI must be
+ * initialized). Called once at start-up. */
+void rma_acc_ops_probe(void);
+
+/* 1 when predefined op index `op` may be applied to predefined basic type `basic`. */
+int rma_acc_op_allowed(MPI_Datatype basic, int op);
 
 /* One predefined builtin datatype (indexed by handle & 0xff; `handle` confirms the entry). */
 typedef struct rma_acc_type {
@@ -198,7 +211,8 @@ RMA_ACC_INT_KERNEL(rma_acc_k_u64, uint64_t, uint64_t)
                 case RMA_OP_SUM: n = o + v; break;                                                 \
                 case RMA_OP_PROD: n = o * v; break;                                                \
                 case RMA_OP_MAX: n = o > v ? o : v; break;                                         \
-                default: n = o < v ? o : v; break;                                                 \
+                case RMA_OP_MIN: n = o < v ? o : v; break;                                         \
+                default: n = (F)RMA_ACC_LOGIC(op, o, v); break;                                    \
                 }                                                                                  \
                 memcpy(&nu, &n, sizeof(nu));                                                       \
             } while (!__atomic_compare_exchange_n(t, &old, nu, 1, RMA_ACC_RMW, __ATOMIC_RELAXED)); \
@@ -291,7 +305,7 @@ static inline char *rma_acc_fast_target(rma_win_t *win, MPI_Datatype dt, int op,
     if (rma_unlikely((unsigned)trank >= (unsigned)win->nranks ||
                      win->acc_mode != RMA_ACC_MODE_ATOMIC || ty->handle != dt ||
                      ty->kind == RMA_AK_LOCKED || (unsigned)op >= RMA_OP_COUNT ||
-                     !((rma_acc_class_ops[ty->cls] >> op) & 1)))
+                     !((rma_acc_type_ops[h & 0xff] >> op) & 1)))
         return NULL;
     tg = &win->targets[trank];
     if (rma_unlikely(!(win->all_access | tg->access)))

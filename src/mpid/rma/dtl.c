@@ -47,8 +47,6 @@ rma_dtl_t rma_dtl_builtin_table_[256];
 static rma_dtl_t dtl_pair_table[5];
 static pthread_mutex_t dtl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int dtl_keyval = MPI_KEYVAL_INVALID;
-static int commit_keyval = MPI_KEYVAL_INVALID; /* marks types committed via MPI_Type_commit */
-static int require_commit;                     /* set by librma: unmarked derived types fail */
 
 /* ---------------------------------------------------------------- items and nodes */
 
@@ -671,32 +669,29 @@ free_layout:
     return rc;
 }
 
-/* A derived type may be used once committed; predefined ones (F90 included) always. */
+/* A derived type may be used once committed; predefined ones (F90 included) always. MPI has
+ * no query for "committed", so ask the host library: MPICH's MPI_Pack_size refuses an
+ * uncommitted type. Only types without a cached layout get here, so the cost (an error
+ * handler swap on MPI_COMM_SELF) is paid once per committed type. */
 static int type_is_committed(MPI_Datatype type)
 {
-    int ni, na, nt, comb, flag = 0;
-    void *val;
+    int ni, na, nt, comb, size, rc;
+    MPI_Errhandler eh;
 
     if (PMPI_Type_get_envelope(type, &ni, &na, &nt, &comb) != MPI_SUCCESS)
         return 0;
     if (comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||
         comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER)
         return 1;
-    if (commit_keyval != MPI_KEYVAL_INVALID)
-        PMPI_Type_get_attr(type, commit_keyval, &val, &flag);
-    return flag;
-}
-
-int rma_dtl_mark_committed(MPI_Datatype type)
-{
-    require_commit = 1;
-    if (commit_keyval == MPI_KEYVAL_INVALID &&
-        PMPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &commit_keyval, NULL) !=
-            MPI_SUCCESS) {
-        commit_keyval = MPI_KEYVAL_INVALID;
-        return MPI_ERR_OTHER;
-    }
-    return PMPI_Type_set_attr(type, commit_keyval, (void *)1);
+    pthread_mutex_lock(&dtl_lock);
+    PMPI_Comm_get_errhandler(MPI_COMM_SELF, &eh);
+    PMPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    rc = PMPI_Pack_size(1, type, MPI_COMM_SELF, &size);
+    PMPI_Comm_set_errhandler(MPI_COMM_SELF, eh);
+    if (eh != MPI_ERRORS_RETURN && eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT)
+        PMPI_Errhandler_free(&eh);
+    pthread_mutex_unlock(&dtl_lock);
+    return rc == MPI_SUCCESS;
 }
 
 int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p)
@@ -721,7 +716,7 @@ int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p)
         *dtl_p = val;
         return MPI_SUCCESS;
     }
-    if (require_commit && !type_is_committed(type))
+    if (!type_is_committed(type))
         return MPI_ERR_TYPE;
     rma_dtl_t *d;
     int rc = build_derived(type, &d);
@@ -750,9 +745,6 @@ void rma_dtl_finalize(void)
     if (dtl_keyval != MPI_KEYVAL_INVALID)
         PMPI_Type_free_keyval(&dtl_keyval);
     dtl_keyval = MPI_KEYVAL_INVALID;
-    if (commit_keyval != MPI_KEYVAL_INVALID)
-        PMPI_Type_free_keyval(&commit_keyval);
-    commit_keyval = MPI_KEYVAL_INVALID;
 }
 
 MPI_Aint rma_dtl_node_count(const rma_dtl_t *dtl)

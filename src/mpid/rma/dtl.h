@@ -86,11 +86,6 @@ void rma_dtl_copy(char *dst, const rma_dtl_t *dst_dtl, MPI_Aint dst_count, const
 /* Number of nodes plus items in the representation (compactness checks, diagnostics). */
 MPI_Aint rma_dtl_node_count(const rma_dtl_t *dtl);
 
-/* Records that `type` was committed (MPI_Type_commit interposition). From the first call
- * on, a derived type that was never marked is refused with MPI_ERR_TYPE. MPI_SUCCESS or
- * the PMPI error. */
-int rma_dtl_mark_committed(MPI_Datatype type);
-
 /* Frees the keyval and the static tables (called from the MPI_Finalize interposition). */
 void rma_dtl_finalize(void);
 

@@ -52,10 +52,13 @@ static int req_wait(int count, void **states, double timeout, MPI_Status *status
     return MPI_SUCCESS;
 }
 
-int rma_request_check(rma_win_t *win, MPI_Request *req, const char *func)
+int rma_request_check(rma_win_t *win, MPI_Request *req, int trank, const char *func)
 {
     if (req == NULL)
         return rma_err(win, func, MPI_ERR_ARG, "request is NULL");
+    *req = MPI_REQUEST_NULL; /* what every error path leaves */
+    if (trank == MPI_PROC_NULL)
+        return MPI_SUCCESS; /* no effect, in any epoch (MPI-4 12.3) */
     if (win->epoch != RMA_EPOCH_LOCK && win->epoch != RMA_EPOCH_LOCK_ALL)
         return rma_err(win, func, MPI_ERR_RMA_SYNC,
                        "request-based operations need a passive target epoch (MPI_Win_lock or "
@@ -65,10 +68,13 @@ int rma_request_check(rma_win_t *win, MPI_Request *req, const char *func)
 
 int rma_request_done(rma_win_t *win, MPI_Request *req, const char *func)
 {
-    int rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, NULL, req);
+    MPI_Request r;
+    int rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, NULL, &r);
+
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Grequest_complete(*req);
+        rc = PMPI_Grequest_complete(r);
     if (rc != MPI_SUCCESS)
         return rma_err(win, func, MPI_ERR_OTHER, "cannot create the request");
+    *req = r;
     return MPI_SUCCESS;
 }

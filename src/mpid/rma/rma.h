@@ -20,6 +20,16 @@
 
 enum { RMA_PUT = 0, RMA_GET = 1 };
 
+/* A NULL buffer with a positive count of a predefined datatype can address nothing (with a
+ * derived datatype, NULL is MPI_BOTTOM and the type's displacements are absolute). */
+static inline int rma_buf_missing(const void *buf, MPI_Aint count, MPI_Datatype type)
+{
+    unsigned h = (unsigned)type;
+    return buf == NULL && count > 0 &&
+           (RMA_DT_IS_BUILTIN(type) ||
+            (h >= (unsigned)MPI_FLOAT_INT && h <= (unsigned)MPI_LONG_DOUBLE_INT));
+}
+
 struct rma_dtl;
 
 /* Where a target buffer is: `local` when all of it is mapped here (NULL otherwise); taddr is
@@ -68,7 +78,8 @@ static inline int rma_xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocou
                            MPI_Datatype ttype, const char *func)
 {
     if (rma_likely((unsigned)trank < (unsigned)win->nranks && otype == ttype && ocount == tcount &&
-                   RMA_DT_IS_BUILTIN(otype) && (unsigned long)ocount < (1ul << 48))) {
+                   RMA_DT_IS_BUILTIN(otype) && (unsigned long)ocount < (1ul << 48) &&
+                   origin != NULL)) {
         rma_target_t *tg = &win->targets[trank];
         size_t n = (size_t)ocount * RMA_DT_BUILTIN_SIZE(otype);
         char *dst;
@@ -85,9 +96,10 @@ static inline int rma_xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocou
     return rma_xfer_slow(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
 }
 
-/* Checks a request-based operation before it runs: req not NULL and a passive target epoch
- * open (MPI-3.1 11.3). MPI_SUCCESS or the error raised on the window. */
-int rma_request_check(rma_win_t *win, MPI_Request *req, const char *func);
+/* Checks a request-based operation before it runs: req not NULL and, unless the target is
+ * MPI_PROC_NULL, a passive target epoch open (MPI-3.1 11.3). Sets *req to MPI_REQUEST_NULL,
+ * so that every error path leaves it so. MPI_SUCCESS or the error raised on the window. */
+int rma_request_check(rma_win_t *win, MPI_Request *req, int trank, const char *func);
 
 /* Returns in *req a request that is already complete (the operation's data has moved): a
  * generalized request, so MPI_Wait/Test/Waitall/Request_free work on it. MPI_SUCCESS or

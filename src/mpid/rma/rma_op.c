@@ -144,6 +144,9 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         return rma_err(win, func, MPI_ERR_TYPE, "the origin datatype is not a valid datatype");
     if (rma_dtl_get(ttype, &td) != MPI_SUCCESS)
         return rma_err(win, func, MPI_ERR_TYPE, "the target datatype is not a valid datatype");
+    if (rma_buf_missing(origin, ocount, otype))
+        return rma_err(win, func, MPI_ERR_BUFFER, "the %s buffer is NULL and the count is %ld",
+                       kind_name(kind), (long)ocount);
     if (__builtin_mul_overflow(ocount, od->size, &obytes) ||
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
@@ -183,7 +186,7 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
     if (x.err != 0)
         return rma_err(win, func, MPI_ERR_OTHER,
-                       "cross-memory %s of rank %d (pid %d) failed: "
+                       "cross-memory %s rank %d (pid %d) failed: "
                        "%s",
                        kind == RMA_PUT ? "write to" : "read from", trank, span.pid,
                        strerror(-x.err));
