@@ -107,10 +107,14 @@ int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *
         return rma_err(win, "RMAX_Win_path", MPI_ERR_ARG, "bad target %d or length %ld", target,
                        (long)len);
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        char *local;
-        if (rma_win_dyn_resolve(win, target, (uintptr_t)disp, (size_t)len, &local, NULL) != 0)
-            return rma_err(win, "RMAX_Win_path", MPI_ERR_RMA_RANGE, "not attached");
-        *path = local != NULL ? RMAX_PATH_DIRECT : RMAX_PATH_CMA;
+        rma_dyn_hit_t hit;
+        int n;
+        if (rma_win_dyn_resolve(win, target, (uintptr_t)disp, (size_t)len, &hit, 1, &n) ==
+            MPI_ERR_RMA_RANGE)
+            return rma_err(win, "RMAX_Win_path", MPI_ERR_RMA_RANGE,
+                           "[0x%lx, +%ld) is not in memory attached at rank %d",
+                           (unsigned long)disp, (long)len, target);
+        *path = n == 1 && hit.local != NULL ? RMAX_PATH_DIRECT : RMAX_PATH_CMA;
         return MPI_SUCCESS;
     }
     rma_target_t *tg = &win->targets[target];

@@ -52,6 +52,7 @@ rma_win_t *rma_win_new(void)
     win->model = MPI_WIN_UNIFIED;
     win->seg_fd = -1;
     win->group = MPI_GROUP_NULL;
+    pthread_mutex_init(&win->mtx, NULL);
     pthread_mutex_lock(&win_lock);
     idx = slot_alloc();
     if (idx < 0) {
@@ -74,6 +75,7 @@ void rma_win_delete(rma_win_t *win)
     win_live--;
     pthread_mutex_unlock(&win_lock);
     free(win->attrs);
+    pthread_mutex_destroy(&win->mtx);
     free(win);
 }
 

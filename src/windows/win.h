@@ -12,6 +12,7 @@
 #define RMA_WIN_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,10 +42,13 @@ typedef struct rma_ctl_rank {
     char pad0[RMA_CACHE_LINE - 8];
     _Atomic uint64_t complete_cnt; /* PSCW: MPI_Win_complete calls received as a target */
     char pad1[RMA_CACHE_LINE - 8];
-    _Atomic uint64_t dyn_seq;   /* dynamic windows: seqlock over this rank's region table */
-    _Atomic uint32_t dyn_count; /* regions in the table */
-    uint32_t pid;               /* process id (for CMA and segment sharing) */
-    char pad2[RMA_CACHE_LINE - 16];
+    _Atomic uint64_t dyn_seq;     /* dynamic windows: seqlock over this rank's region table */
+    _Atomic uint32_t dyn_count;   /* regions in the table */
+    uint32_t pid;                 /* process id (for CMA and segment sharing) */
+    _Atomic uint64_t dyn_tab_id;  /* segment id of the table; a new one when it grows */
+    _Atomic int32_t dyn_tab_fd;   /* the table segment's descriptor in the owner */
+    _Atomic uint32_t dyn_tab_cap; /* regions the table holds */
+    char pad2[RMA_CACHE_LINE - 32];
     _Atomic uint64_t bar_epoch; /* fence barrier: barriers this rank has entered */
     char pad3[RMA_CACHE_LINE - 8];
 } rma_ctl_rank_t;
@@ -59,7 +63,7 @@ typedef struct rma_dyn_region {
     uint64_t seg_base; /* owner's address of the segment's first byte */
     uint64_t seg_len;
     int32_t seg_fd; /* the segment's descriptor in the owner (for pidfd_getfd) */
-    int32_t pad;
+    int32_t atomic; /* accumulates use CPU atomics here (shared memory when attached) */
 } rma_dyn_region_t;
 
 typedef struct rma_ctl {
@@ -68,11 +72,8 @@ typedef struct rma_ctl {
     uint32_t nranks;
     uint64_t ranks_off; /* rma_ctl_rank_t[nranks] */
     uint64_t post_off;  /* _Atomic uint32_t post[origin][target] */
-    uint64_t dyn_off;   /* rma_dyn_region_t[nranks][dyn_max] */
     uint64_t acc_off;   /* _Atomic uint32_t [RMA_ACC_NLOCKS], one per cache line */
-    uint32_t dyn_max;
-    uint32_t pad;
-    char pad0[RMA_CACHE_LINE - 56];
+    char pad0[RMA_CACHE_LINE - 40];
     _Atomic uint64_t bar_count; /* fence barrier: arrivals in this round */
     char pad1[RMA_CACHE_LINE - 8];
     _Atomic uint64_t bar_round; /* fence barrier: completed rounds */
@@ -92,17 +93,13 @@ static inline _Atomic uint32_t *rma_ctl_post(rma_ctl_t *ctl, int origin, int tar
            target;
 }
 
-static inline rma_dyn_region_t *rma_ctl_dyn(rma_ctl_t *ctl, int rank)
-{
-    return (rma_dyn_region_t *)((char *)ctl + ctl->dyn_off) + (size_t)rank * ctl->dyn_max;
-}
 
 /* ------------------------------------------------------------------ window object */
 
-/* How accumulates reach the window's memory (mpid/rma/acc.c decides on first use):
- * UNKNOWN not decided yet; ATOMIC every (origin, target) pair is mapped, CPU atomics apply;
- * LOCKED some pair is reached through CMA, every accumulate takes stripe locks; DYNAMIC
- * decided per attached region. */
+/* How accumulates reach the window's memory, decided when the window is created (all ranks
+ * agree; doc/atomicity.md): ATOMIC every (origin, target) pair is mapped, CPU atomics
+ * apply; LOCKED some pair is reached through CMA, every accumulate takes stripe locks;
+ * DYNAMIC decided per attached region. */
 enum { RMA_ACC_MODE_UNKNOWN = 0, RMA_ACC_MODE_ATOMIC, RMA_ACC_MODE_LOCKED, RMA_ACC_MODE_DYNAMIC };
 
 /* Epoch states of the window as a whole (passive target locks are tracked per target). */
@@ -138,6 +135,9 @@ typedef struct rma_target {
     int local;            /* same node */
     rma_peer_seg_t *segs; /* dynamic windows: cached mappings of the target's segments */
     int nsegs, segs_cap;
+    const rma_dyn_region_t *dtab; /* dynamic windows: the target's region table mapped here */
+    size_t dtab_len;
+    uint64_t dtab_id;
 } rma_target_t;
 
 typedef struct rma_attr {
@@ -178,9 +178,15 @@ typedef struct rma_win {
     size_t seg_len;
     int seg_fd;                /* rank 0: the segment's descriptor, open until free */
     struct rma_memreg *expose; /* create flavor: registered region holding base, or NULL */
-    void **dyn_regs;           /* dynamic flavor: rma_memreg of each attached slot */
-    void **dyn_zero;           /* dynamic flavor: bases attached with size 0 */
+    rma_dyn_region_t *dyn_tab; /* dynamic flavor: this rank's region table (a segment) */
+    uint32_t dyn_cap;
+    int dyn_tab_fd;
+    int *dyn_old_fds; /* tables outgrown: open until free, so peers never map a reused fd */
+    int ndyn_old;
+    void **dyn_regs; /* rma_memreg of each region, in table order */
+    void **dyn_zero; /* bases attached with size 0 */
     int ndyn_zero;
+    pthread_mutex_t mtx; /* this process's epoch and cache state, for MPI_THREAD_MULTIPLE */
 
     /* PSCW state */
     int *start_ranks; /* window ranks of the open access group */
@@ -248,14 +254,26 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p);
 /* Collective; frees everything the window owns. */
 int rma_win_free(rma_win_t *win);
 
-/* Dynamic windows (win_dynamic.c). */
+/* Dynamic windows (win_dynamic.c). init: this rank's first region table (0 or -errno);
+ * destroy: releases the regions, tables and cached peer tables. */
+int rma_win_dyn_init(rma_win_t *win);
+void rma_win_dyn_destroy(rma_win_t *win);
 int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size);
 int rma_win_detach(rma_win_t *win, const void *base);
-/* Resolves [addr, addr+len) at a dynamic-window target: *local_p is where it is mapped here,
- * or NULL when it must go through CMA; *seg_id_p (if not NULL) the region's segment id, 0
- * when the region is not shared. MPI_SUCCESS or MPI_ERR_RMA_RANGE. */
-int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, char **local_p,
-                        uint64_t *seg_id_p);
+/* One attached region of a dynamic-window target as an origin sees it: where it is mapped
+ * here (NULL: reached through CMA) and how accumulates update it. */
+typedef struct rma_dyn_hit {
+    uintptr_t lo, hi;
+    char *local;
+    int atomic;
+} rma_dyn_hit_t;
+
+/* Resolves [addr, addr+len) at a dynamic-window target: the attached regions that cover it
+ * (adjacent regions may together), in address order, into hits[0..*n_p) (at most max; the
+ * call fails with MPI_ERR_RMA_RANGE when more are needed or a byte is not attached).
+ * MPI_SUCCESS, MPI_ERR_RMA_RANGE, or MPI_ERR_OTHER when an atomic region cannot be mapped. */
+int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len,
+                        rma_dyn_hit_t *hits, int max, int *n_p);
 
 /* Parses info keys into win->info (defaults first). */
 void rma_win_info_parse(rma_win_t *win, MPI_Info info);

@@ -1,16 +1,20 @@
 /*
  * win_dynamic.c - MPI_Win_attach / MPI_Win_detach and finding attached memory of a peer.
  *
- * Each rank publishes its attached regions, sorted by address, in its slot of the window's
- * control segment, guarded by a sequence lock (odd while being changed). An origin looks a
- * target address up by binary search under that lock, then maps the region's segment once
- * and caches the mapping by segment id. Regions that could not be made shared are reached
- * through CMA.
+ * Each rank keeps its attached regions, sorted by address, in a table of its own: a shared
+ * segment that grows by replacement (twice the capacity, copied) so there is no limit on
+ * the number of regions. The rank's slot in the control segment names the current table
+ * (segment id, descriptor, capacity) and guards it with a sequence lock (odd while being
+ * changed). An origin maps a target's table once per table id, looks an address up by
+ * binary search under the lock, and maps each region's segment once, cached by segment id.
+ * Regions that are not shared are reached through CMA. Tables that were outgrown stay open
+ * until the window is freed, so a descriptor number a peer reads is never reused under it.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
@@ -20,41 +24,125 @@
 #include "windows/win.h"
 #include "windows/win_error.h"
 
+#define DYN_TAB_MIN 16 /* regions of the first table */
+
+/* Publishes a table of cap regions holding `tab` (owner, in the control segment). */
+static void tab_publish(rma_win_t *win, uint64_t id)
+{
+    rma_ctl_rank_t *me = rma_ctl_rank(win->ctl, win->rank);
+
+    atomic_store_explicit(&me->dyn_tab_fd, win->dyn_tab_fd, memory_order_relaxed);
+    atomic_store_explicit(&me->dyn_tab_cap, win->dyn_cap, memory_order_relaxed);
+    atomic_store_explicit(&me->dyn_tab_id, id, memory_order_relaxed);
+}
+
+/* Owner: a table of at least `cap` regions with the current ones copied in; called inside
+ * the sequence lock's write section. 0 or -errno. */
+static int tab_grow(rma_win_t *win, uint32_t cap, uint32_t n)
+{
+    void *addr;
+    void **regs;
+    int fd, rc, *old;
+
+    rc = rma_seg_create((size_t)cap * sizeof(rma_dyn_region_t), NULL, &addr, &fd);
+    if (rc != 0)
+        return rc;
+    regs = realloc(win->dyn_regs, (size_t)cap * sizeof(*regs));
+    old = realloc(win->dyn_old_fds, (size_t)(win->ndyn_old + 1) * sizeof(*old));
+    if (regs != NULL)
+        win->dyn_regs = regs;
+    if (old != NULL)
+        win->dyn_old_fds = old;
+    if (regs == NULL || old == NULL) {
+        rma_seg_detach(addr, (size_t)cap * sizeof(rma_dyn_region_t));
+        close(fd);
+        return -12; /* -ENOMEM */
+    }
+    if (win->dyn_tab != NULL) {
+        memcpy(addr, win->dyn_tab, (size_t)n * sizeof(rma_dyn_region_t));
+        rma_seg_detach(win->dyn_tab, (size_t)win->dyn_cap * sizeof(rma_dyn_region_t));
+        win->dyn_old_fds[win->ndyn_old++] = win->dyn_tab_fd;
+    }
+    win->dyn_tab = addr;
+    win->dyn_cap = cap;
+    win->dyn_tab_fd = fd;
+    tab_publish(win, rma_seg_new_id());
+    return 0;
+}
+
+int rma_win_dyn_init(rma_win_t *win)
+{
+    return tab_grow(win, DYN_TAB_MIN, 0);
+}
+
+void rma_win_dyn_destroy(rma_win_t *win)
+{
+    uint32_t n;
+
+    if (win->ctl != NULL && win->dyn_tab != NULL) {
+        n = atomic_load_explicit(&rma_ctl_rank(win->ctl, win->rank)->dyn_count,
+                                 memory_order_relaxed);
+        for (uint32_t i = 0; i < n && win->dyn_regs != NULL; i++)
+            rma_memreg_release(win->dyn_regs[i]);
+    }
+    if (win->dyn_tab != NULL)
+        rma_seg_detach(win->dyn_tab, (size_t)win->dyn_cap * sizeof(rma_dyn_region_t));
+    if (win->dyn_tab_fd >= 0 && win->dyn_tab != NULL)
+        close(win->dyn_tab_fd);
+    for (int i = 0; i < win->ndyn_old; i++)
+        close(win->dyn_old_fds[i]);
+    for (int t = 0; win->targets != NULL && t < win->nranks; t++)
+        if (win->targets[t].dtab != NULL)
+            munmap((void *)win->targets[t].dtab, win->targets[t].dtab_len);
+    free(win->dyn_old_fds);
+    free(win->dyn_regs);
+    free(win->dyn_zero);
+}
+
 int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
 {
     static const char func[] = "MPI_Win_attach";
-    rma_ctl_rank_t *me = rma_ctl_rank(win->ctl, win->rank);
-    rma_dyn_region_t *tab = rma_ctl_dyn(win->ctl, win->rank);
-    uint32_t n = atomic_load_explicit(&me->dyn_count, memory_order_relaxed), pos;
+    rma_ctl_rank_t *me;
+    uint32_t n, pos;
     uintptr_t lo = (uintptr_t)base, hi = lo + (uintptr_t)size;
     rma_memreg_t *reg = NULL;
     rma_dyn_region_t r = {0};
+    rma_dyn_region_t *tab;
+    int rc = MPI_SUCCESS;
 
     if (win->flavor != MPI_WIN_FLAVOR_DYNAMIC)
         return rma_err(win, func, MPI_ERR_RMA_FLAVOR,
                        "the window was not created with MPI_Win_create_dynamic");
     if (size < 0)
         return rma_err(win, func, MPI_ERR_SIZE, "negative size %ld", (long)size);
+    pthread_mutex_lock(&win->mtx);
     if (size == 0) {
         /* nothing to access, but MPI_Win_detach(base) must find it */
         void **p = realloc(win->dyn_zero, (size_t)(win->ndyn_zero + 1) * sizeof(*p));
-        if (p == NULL)
-            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
-        win->dyn_zero = p;
-        win->dyn_zero[win->ndyn_zero++] = base;
-        return MPI_SUCCESS;
+        if (p == NULL) {
+            rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
+        } else {
+            win->dyn_zero = p;
+            win->dyn_zero[win->ndyn_zero++] = base;
+        }
+        goto out;
     }
-    if (base == NULL)
-        return rma_err(win, func, MPI_ERR_BASE, "NULL base with size %ld", (long)size);
+    if (base == NULL || hi < lo) {
+        rc = rma_err(win, func, MPI_ERR_BASE, "[%p, +%ld) is not a valid region", base,
+                     (long)size);
+        goto out;
+    }
+    me = rma_ctl_rank(win->ctl, win->rank);
+    n = atomic_load_explicit(&me->dyn_count, memory_order_relaxed);
+    tab = win->dyn_tab;
     for (pos = 0; pos < n && tab[pos].base < lo; pos++)
         ;
-    if ((pos < n && tab[pos].base < hi) || (pos > 0 && tab[pos - 1].base + tab[pos - 1].len > lo))
-        return rma_err(win, func, MPI_ERR_RMA_ATTACH,
-                       "[%p, +%ld) overlaps memory already attached to this window", base,
-                       (long)size);
-    if (n == win->ctl->dyn_max)
-        return rma_err(win, func, MPI_ERR_RMA_ATTACH,
-                       "%u regions are attached already (raise RMA_DYN_MAX_REGIONS)", n);
+    if ((pos < n && tab[pos].base < hi) || (pos > 0 && tab[pos - 1].base + tab[pos - 1].len > lo)) {
+        rc = rma_err(win, func, MPI_ERR_RMA_ATTACH,
+                     "[%p, +%ld) overlaps memory already attached to this window", base,
+                     (long)size);
+        goto out;
+    }
     if (win->nranks > 1 && rma_seg_sharing_works())
         reg = rma_memreg_expose(base, (size_t)size);
     r.base = lo;
@@ -65,6 +153,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
         r.seg_base = reg->base;
         r.seg_len = reg->len;
         r.seg_fd = reg->fd;
+        r.atomic = 1;
     }
     if (rma_env.verbose >= 2)
         fprintf(stderr, "librma: MPI_Win_attach window 0x%x: rank %d region [%p, +%ld) %s\n",
@@ -72,87 +161,142 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
                 reg != NULL ? "shared (peers load/store it)"
                             : "reached through cross-memory attach");
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_acq_rel);
+    if (n == win->dyn_cap && tab_grow(win, 2 * win->dyn_cap, n) != 0) {
+        atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
+        rma_memreg_release(reg);
+        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for %u attached regions", n + 1);
+        goto out;
+    }
+    tab = win->dyn_tab;
     memmove(&tab[pos + 1], &tab[pos], (n - pos) * sizeof(*tab));
     memmove(&win->dyn_regs[pos + 1], &win->dyn_regs[pos], (n - pos) * sizeof(*win->dyn_regs));
     tab[pos] = r;
     win->dyn_regs[pos] = reg;
     atomic_store_explicit(&me->dyn_count, n + 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
-    return MPI_SUCCESS;
+out:
+    pthread_mutex_unlock(&win->mtx);
+    return rc;
 }
 
 int rma_win_detach(rma_win_t *win, const void *base)
 {
     static const char func[] = "MPI_Win_detach";
-    rma_ctl_rank_t *me = rma_ctl_rank(win->ctl, win->rank);
-    rma_dyn_region_t *tab = rma_ctl_dyn(win->ctl, win->rank);
-    uint32_t n = atomic_load_explicit(&me->dyn_count, memory_order_relaxed), pos;
+    rma_ctl_rank_t *me;
+    rma_dyn_region_t *tab;
+    uint32_t n, pos;
     rma_memreg_t *reg;
 
     if (win->flavor != MPI_WIN_FLAVOR_DYNAMIC)
         return rma_err(win, func, MPI_ERR_RMA_FLAVOR,
                        "the window was not created with MPI_Win_create_dynamic");
+    pthread_mutex_lock(&win->mtx);
+    me = rma_ctl_rank(win->ctl, win->rank);
+    n = atomic_load_explicit(&me->dyn_count, memory_order_relaxed);
+    tab = win->dyn_tab;
     for (pos = 0; pos < n && tab[pos].base != (uintptr_t)base; pos++)
         ;
     if (pos == n) {
         for (int i = 0; i < win->ndyn_zero; i++)
             if (win->dyn_zero[i] == base) {
                 win->dyn_zero[i] = win->dyn_zero[--win->ndyn_zero];
+                pthread_mutex_unlock(&win->mtx);
                 return MPI_SUCCESS;
             }
-    }
-    if (pos == n)
+        pthread_mutex_unlock(&win->mtx);
         return rma_err(win, func, MPI_ERR_RMA_ATTACH, "%p is not the base of an attached region",
                        base);
+    }
     reg = win->dyn_regs[pos];
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_acq_rel);
     memmove(&tab[pos], &tab[pos + 1], (n - pos - 1) * sizeof(*tab));
     memmove(&win->dyn_regs[pos], &win->dyn_regs[pos + 1], (n - pos - 1) * sizeof(*win->dyn_regs));
-    win->dyn_regs[n - 1] = NULL;
     atomic_store_explicit(&me->dyn_count, n - 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
+    pthread_mutex_unlock(&win->mtx);
     rma_memreg_release(reg);
     return MPI_SUCCESS;
 }
 
-/* Copies the target's region holding [addr, addr+len) out of the control segment under its
- * sequence lock. 1 when found. */
-static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rma_dyn_region_t *out)
+/* The target's current region table mapped here (win->mtx held), remapped when the owner
+ * replaced it. NULL when it cannot be mapped (a stale descriptor: the caller retries). */
+static const rma_dyn_region_t *tab_of(rma_win_t *win, int target, uint64_t id, int32_t fd,
+                                      uint32_t cap)
+{
+    rma_target_t *tg = &win->targets[target];
+    rma_seg_desc_t desc = {tg->pid, fd, (uint64_t)cap * sizeof(rma_dyn_region_t), id};
+    void *tab;
+
+    if (target == win->rank)
+        return win->dyn_tab;
+    if (tg->dtab != NULL && tg->dtab_id == id)
+        return tg->dtab;
+    tab = rma_seg_attach(&desc);
+    if (tab == NULL)
+        return NULL;
+    if (tg->dtab != NULL)
+        munmap((void *)tg->dtab, tg->dtab_len);
+    tg->dtab = tab;
+    tg->dtab_len = desc.len;
+    tg->dtab_id = id;
+    return tab;
+}
+
+/* Copies the target's regions covering [addr, addr+len) out of its table under the
+ * sequence lock (win->mtx held): the count of regions needed (0 when some byte is not
+ * attached), at most max of them copied to out. */
+static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len,
+                      rma_dyn_region_t *out, int max)
 {
     rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, target);
-    rma_dyn_region_t *tab = rma_ctl_dyn(win->ctl, target);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
 
     for (;;) {
-        uint64_t s1 = atomic_load_explicit(&cr->dyn_seq, memory_order_acquire);
+        uint64_t s1 = atomic_load_explicit(&cr->dyn_seq, memory_order_acquire), id;
+        const rma_dyn_region_t *tab;
+        uint32_t lo = 0, hi, n, cap;
         int found = 0;
+        uintptr_t at = addr, end = addr + len;
+
         if (s1 & 1) {
             rma_backoff(&bo);
             continue;
         }
-        uint32_t lo = 0, hi = atomic_load_explicit(&cr->dyn_count, memory_order_relaxed);
-        if (hi > win->ctl->dyn_max)
-            hi = win->ctl->dyn_max;
-        while (lo < hi) {
-            uint32_t mid = (lo + hi) / 2;
-            if (tab[mid].base + tab[mid].len <= addr)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < atomic_load_explicit(&cr->dyn_count, memory_order_relaxed) &&
-            lo < win->ctl->dyn_max) {
-            memcpy(out, &tab[lo], sizeof(*out));
-            found = out->base <= addr && addr + len <= out->base + out->len && addr + len >= addr;
+        cap = atomic_load_explicit(&cr->dyn_tab_cap, memory_order_relaxed);
+        id = atomic_load_explicit(&cr->dyn_tab_id, memory_order_relaxed);
+        if (id == 0) /* the target has not published its table yet: nothing is attached */
+            return 0;
+        tab = tab_of(win, target, id, atomic_load_explicit(&cr->dyn_tab_fd, memory_order_relaxed),
+                     cap);
+        n = atomic_load_explicit(&cr->dyn_count, memory_order_relaxed);
+        if (tab != NULL && n <= cap) {
+            hi = n;
+            while (lo < hi) {
+                uint32_t mid = (lo + hi) / 2;
+                if (tab[mid].base + tab[mid].len <= addr)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            /* walk adjacent regions until the end is covered */
+            for (uint32_t i = lo; i < n && tab[i].base <= at && at < end; i++) {
+                if (found < max)
+                    memcpy(&out[found], &tab[i], sizeof(*out));
+                found++;
+                at = tab[i].base + tab[i].len;
+            }
+            if (at < end || end < addr)
+                found = 0;
         }
         atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&cr->dyn_seq, memory_order_relaxed) == s1)
+        if (tab != NULL && atomic_load_explicit(&cr->dyn_seq, memory_order_relaxed) == s1)
             return found;
         rma_backoff(&bo);
     }
 }
 
-/* Local mapping of the target's segment seg_id, mapped on first use. NULL: use CMA. */
+/* Local mapping of the target's segment holding region r, mapped on first use (win->mtx
+ * held). NULL: use CMA. */
 static char *dyn_segment(rma_win_t *win, int target, const rma_dyn_region_t *r)
 {
     rma_target_t *tg = &win->targets[target];
@@ -181,21 +325,32 @@ static char *dyn_segment(rma_win_t *win, int target, const rma_dyn_region_t *r)
     return local;
 }
 
-int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, char **local_p,
-                        uint64_t *seg_id_p)
+int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len,
+                        rma_dyn_hit_t *hits, int max, int *n_p)
 {
-    rma_dyn_region_t r;
-    char *seg;
+    rma_dyn_region_t stack[8], *r = max <= 8 ? stack : malloc((size_t)max * sizeof(*r));
+    int n, rc = MPI_SUCCESS;
 
-    if (!dyn_lookup(win, target, addr, len, &r))
-        return MPI_ERR_RMA_RANGE;
-    if (seg_id_p != NULL)
-        *seg_id_p = r.seg_id;
-    if (target == win->rank) {
-        *local_p = (char *)addr;
-        return MPI_SUCCESS;
+    if (r == NULL)
+        return MPI_ERR_NO_MEM;
+    pthread_mutex_lock(&win->mtx);
+    n = dyn_lookup(win, target, addr, len, r, max);
+    for (int i = 0; i < n && i < max; i++) {
+        char *seg = NULL;
+        if (target != win->rank && r[i].seg_id != 0)
+            seg = dyn_segment(win, target, &r[i]);
+        hits[i].lo = r[i].base;
+        hits[i].hi = r[i].base + r[i].len;
+        hits[i].local = target == win->rank ? (char *)r[i].base
+                        : seg != NULL       ? seg + (r[i].base - r[i].seg_base)
+                                            : NULL;
+        hits[i].atomic = r[i].atomic;
+        if (hits[i].atomic && hits[i].local == NULL)
+            rc = MPI_ERR_OTHER;
     }
-    seg = r.seg_id != 0 ? dyn_segment(win, target, &r) : NULL;
-    *local_p = seg != NULL ? seg + (addr - r.seg_base) : NULL;
-    return MPI_SUCCESS;
+    pthread_mutex_unlock(&win->mtx);
+    if (r != stack)
+        free(r);
+    *n_p = n;
+    return n == 0 ? MPI_ERR_RMA_RANGE : rc;
 }

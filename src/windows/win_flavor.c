@@ -40,7 +40,7 @@ static size_t round_up(size_t v, size_t a)
 }
 
 /* Layout of the control segment for n ranks; returns its size in bytes. */
-static size_t ctl_layout(rma_ctl_t *hdr, int n, int dyn_max)
+static size_t ctl_layout(rma_ctl_t *hdr, int n)
 {
     size_t off = round_up(sizeof(rma_ctl_t), RMA_CACHE_LINE);
 
@@ -48,15 +48,12 @@ static size_t ctl_layout(rma_ctl_t *hdr, int n, int dyn_max)
     hdr->magic = RMA_CTL_MAGIC;
     hdr->version = RMA_CTL_VERSION;
     hdr->nranks = (uint32_t)n;
-    hdr->dyn_max = (uint32_t)dyn_max;
     hdr->ranks_off = off;
     off += (size_t)n * sizeof(rma_ctl_rank_t);
     hdr->post_off = off;
     off = round_up(off + (size_t)n * n * sizeof(uint32_t), RMA_CACHE_LINE);
     hdr->acc_off = off;
     off += (size_t)RMA_ACC_NLOCKS * RMA_CACHE_LINE;
-    hdr->dyn_off = off;
-    off += (size_t)n * dyn_max * sizeof(rma_dyn_region_t);
     return round_up(off, rma_page_size());
 }
 
@@ -135,11 +132,10 @@ static int win_exchange(rma_win_t *win, MPI_Comm comm, rank_info_t *me, rank_inf
 }
 
 /* Rank 0: creates the control segment with `data_len` bytes of window data after it. */
-static int win_ctl_create(rma_win_t *win, size_t data_len, int dyn_max, rma_seg_desc_t *desc,
-                          const char *func)
+static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc, const char *func)
 {
     rma_ctl_t hdr;
-    size_t ctl_len = ctl_layout(&hdr, win->nranks, dyn_max);
+    size_t ctl_len = ctl_layout(&hdr, win->nranks);
     void *addr;
     int fd, rc;
 
@@ -191,12 +187,8 @@ static void win_destroy(rma_win_t *win)
             free(tg->segs);
         }
     }
-    if (win->dyn_regs != NULL) {
-        for (int i = 0; i < rma_env.dyn_max_regions; i++)
-            rma_memreg_release(win->dyn_regs[i]);
-        free(win->dyn_regs);
-    }
-    free(win->dyn_zero);
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
+        rma_win_dyn_destroy(win);
     rma_memreg_release(win->expose);
     rma_seg_detach(win->seg, win->seg_len);
     if (win->group != MPI_GROUP_NULL)
@@ -228,7 +220,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_CREATE, func);
     if (rc == MPI_SUCCESS && win->rank == 0)
-        rc = win_ctl_create(win, 0, 1, &me.ctl, func);
+        rc = win_ctl_create(win, 0, &me.ctl, func);
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
     win->base = base;
@@ -321,8 +313,8 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
         offs[t] = data_len;
         data_len += contig ? (size_t)all[t].size : round_up((size_t)all[t].size, page);
     }
-    ctl_len = ctl_layout(&hdr, win->nranks, 1);
-    if (win->rank == 0 && win_ctl_create(win, data_len, 1, &desc, func) != MPI_SUCCESS)
+    ctl_len = ctl_layout(&hdr, win->nranks);
+    if (win->rank == 0 && win_ctl_create(win, data_len, &desc, func) != MPI_SUCCESS)
         desc.len = 0;
     PMPI_Bcast(&desc, sizeof(desc), MPI_BYTE, 0, comm);
     rc = win->rank == 0 ? (desc.len ? MPI_SUCCESS : MPI_ERR_NO_MEM)
@@ -341,6 +333,7 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
         tg->map_len = (size_t)all[t].size;
         tg->map_local = local;
     }
+    win->acc_mode = RMA_ACC_MODE_ATOMIC; /* every rank maps every rank's memory */
     win->base = win->targets[win->rank].map_local;
     win->size = size;
     win->disp_unit = disp_unit;
@@ -361,17 +354,18 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_DYNAMIC, func);
     if (rc == MPI_SUCCESS && win->rank == 0)
-        rc = win_ctl_create(win, 0, rma_env.dyn_max_regions, &me.ctl, func);
+        rc = win_ctl_create(win, 0, &me.ctl, func);
     if (rc == MPI_SUCCESS)
         rc = win_exchange(win, comm, &me, &all, func);
     if (rc == MPI_SUCCESS && win->rank != 0)
         rc = win_ctl_attach(win, &all[0].ctl, func);
     free(all);
-    if (rc == MPI_SUCCESS &&
-        (win->dyn_regs = calloc((size_t)rma_env.dyn_max_regions, sizeof(*win->dyn_regs))) == NULL)
-        rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
+    if (rc == MPI_SUCCESS && (rc = rma_win_dyn_init(win)) != 0)
+        rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot create the region table: %s",
+                     strerror(-rc));
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
+    win->acc_mode = RMA_ACC_MODE_DYNAMIC; /* decided per attached region */
     win->base = MPI_BOTTOM;
     win->size = 0;
     win->disp_unit = 1;

@@ -207,21 +207,9 @@ static const char *const class_names[RMA_AC_COUNT] = {
 
 /* ------------------------------------------------------------------ stripe locks */
 
-static inline _Atomic uint32_t *stripe_word(rma_win_t *win, unsigned s)
-{
-    return (_Atomic uint32_t *)((char *)win->ctl + win->ctl->acc_off + (size_t)s * RMA_CACHE_LINE);
-}
-
-/* Stripe of the element whose first byte is `key` bytes into target `trank`'s window (its
- * own address for dynamic windows): one stripe per cache line, ranks spread apart. */
-static inline unsigned stripe_of(int trank, uint64_t key)
-{
-    return (unsigned)((key >> 6) + (uint64_t)trank * 97u) & (RMA_ACC_NLOCKS - 1u);
-}
-
 static void stripe_lock(rma_win_t *win, unsigned s)
 {
-    _Atomic uint32_t *w = stripe_word(win, s);
+    _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
 
     while (atomic_exchange_explicit(w, 1, memory_order_acquire) != 0)
@@ -229,9 +217,17 @@ static void stripe_lock(rma_win_t *win, unsigned s)
             rma_backoff(&bo);
 }
 
+void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    while (rma_acc_stripe_busy(win, trank, key))
+        rma_backoff(&bo);
+}
+
 static void stripe_unlock(rma_win_t *win, unsigned s)
 {
-    atomic_store_explicit(stripe_word(win, s), 0, memory_order_release);
+    atomic_store_explicit(rma_acc_stripe_word(win, s), 0, memory_order_release);
 }
 
 typedef struct stripe_set {
@@ -250,7 +246,7 @@ static void stripe_mark(stripe_set_t *set, int trank, uint64_t key, size_t len)
         return;
     }
     for (uint64_t l = first; l <= last; l++) {
-        unsigned s = stripe_of(trank, l << 6);
+        unsigned s = rma_acc_stripe_of(trank, l << 6);
         set->bits[s / 64] |= UINT64_C(1) << (s % 64);
     }
 }
@@ -270,33 +266,6 @@ static void stripe_unlock_set(rma_win_t *win, const stripe_set_t *set)
             stripe_unlock(win, s);
 }
 
-/* ------------------------------------------------------------------ mechanism choice */
-
-/* Mode of a window whose creation did not decide it: allocate flavors are mapped by every
- * rank, dynamic windows decide per region. Create windows are decided in rma_win_create from
- * the descriptors every rank gathered (all agree); this fallback judges from here. */
-static int acc_mode_decide(rma_win_t *win)
-{
-    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
-        return RMA_ACC_MODE_DYNAMIC;
-    if (win->flavor != MPI_WIN_FLAVOR_CREATE || win->nranks == 1)
-        return RMA_ACC_MODE_ATOMIC;
-    for (int t = 0; t < win->nranks; t++) {
-        const rma_target_t *tg = &win->targets[t];
-        uintptr_t lo = tg->remote_base, hi = lo + (uintptr_t)tg->size;
-        if (tg->size == 0)
-            continue;
-        if (t == win->rank) {
-            const rma_memreg_t *r = win->expose;
-            if (r == NULL || lo < r->base || hi > r->base + r->len)
-                return RMA_ACC_MODE_LOCKED;
-        } else if (tg->map_local == NULL || lo < tg->map_lo || hi > tg->map_lo + tg->map_len) {
-            return RMA_ACC_MODE_LOCKED;
-        }
-    }
-    return RMA_ACC_MODE_ATOMIC;
-}
-
 /* ------------------------------------------------------------------ one operation */
 
 typedef struct acc_op {
@@ -310,73 +279,119 @@ typedef struct acc_op {
     const rma_dtl_t *td, *od, *rd, *bd;
     MPI_Aint tcount, ocount, rcount, nelem;
     MPI_Datatype basic;
-    const char *origin;
-    char *result;
     const char *compare;
-    const char *opk; /* origin data packed as nelem basic elements */
+    const char *opk; /* origin data as nelem packed basic elements (NULL for MPI_NO_OP) */
+    char *rpk;       /* fetched data as nelem packed basic elements (NULL: no fetch) */
     int akind;       /* RMA_AK_* of the basic type */
     size_t esize;    /* bytes of one basic element (data bytes) */
     int relaxed;
-    /* locked path: transfers between the target and a packed buffer */
+    int held;     /* the stripes of the whole target buffer are held (stripe_hold) */
+    int err;      /* -errno of a failed transport call */
+    char *scratch; /* read-modify-write of atomic kinds: 2 x scratch_len bytes */
+    size_t scratch_len;
+    /* packed read-modify-write: transfers between the target and a packed buffer */
     char *buf;
     int write;
-    int niov, max_iov, err;
+    int niov, max_iov;
     struct iovec liov[64], riov[64];
 } acc_op_t;
 
-/* Misaligned element of an atomic kind: the same kernel on a private copy, under the
- * element's stripe. */
-static void acc_elem_locked(acc_op_t *a, char *t, uint64_t key, const char *o, char *r)
+/* Reads (write 0) or writes n target bytes at ta from/to buf, directly where they are
+ * mapped here and through the transport elsewhere. 0 or -errno. */
+static int acc_rw(acc_op_t *a, uintptr_t ta, char *buf, size_t n, int write)
 {
-    unsigned s = stripe_of(a->trank, key);
-    uint64_t v;
-
-    stripe_lock(a->win, s);
-    memcpy(&v, t, a->esize);
-    rma_acc_atomic(a->akind, a->op, &v, o, r, 1);
-    if (a->op != RMA_OP_NO_OP)
-        memcpy(t, &v, a->esize);
-    stripe_unlock(a->win, s);
-}
-
-/* Elements [0, n) of one piece on the atomic path. */
-static void acc_atomic_run(acc_op_t *a, MPI_Aint toff, const char *o, char *r, size_t len)
-{
-    char *t = a->span.local + toff;
-    size_t es = a->esize, n = len / es;
-
-    if (((uintptr_t)t & (es - 1)) == 0) {
-        for (size_t i = 0; i < n; i++)
-            rma_acc_atomic(a->akind, a->op, t + i * es, o ? o + i * es : NULL,
-                           r ? r + i * es : NULL, a->relaxed);
-        return;
+    while (n > 0) {
+        size_t run = rma_tspan_run(&a->span, ta, n);
+        const rma_dyn_hit_t *m = rma_tspan_map(&a->span, ta, run);
+        int rc = 0;
+        if (m != NULL) {
+            char *t = m->local + (ta - m->lo);
+            memcpy(write ? t : buf, write ? buf : t, run);
+        } else {
+            struct iovec l = {buf, run}, r = {(void *)ta, run};
+            rc = write ? rma_nm_shm_ops.writev(a->span.pid, &l, 1, &r, 1)
+                       : rma_nm_shm_ops.readv(a->span.pid, &l, 1, &r, 1);
+        }
+        if (rc != 0)
+            return a->err = rc;
+        ta += run;
+        buf += run;
+        n -= run;
     }
-    for (size_t i = 0; i < n; i++)
-        acc_elem_locked(a, t + i * es, a->key0 + (uint64_t)toff + i * es, o ? o + i * es : NULL,
-                        r ? r + i * es : NULL);
-}
-
-/* walk: target piece vs origin piece (MPI_Accumulate) */
-static int acc_piece_origin(void *arg, MPI_Aint toff, MPI_Aint ooff, size_t len)
-{
-    acc_op_t *a = arg;
-
-    acc_atomic_run(a, toff, a->origin + ooff, NULL, len);
     return 0;
 }
 
-/* walk: target piece vs result piece, origin packed (MPI_Get_accumulate, MPI_Fetch_and_op) */
-static int acc_piece_result(void *arg, MPI_Aint toff, MPI_Aint roff, size_t len)
+/* Read-modify-write of n bytes of whole elements of an atomic kind at ta, whose packed
+ * operands start at boff; the stripes are held. 0, -errno, or 1 when MPI_Reduce_local
+ * failed. */
+static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
+{
+    const char *src = a->opk != NULL ? a->opk + boff : NULL;
+    char *old, *upd;
+    int rc;
+
+    if (n > a->scratch_len) {
+        char *p = realloc(a->scratch, 2 * n);
+        if (p == NULL)
+            return a->err = -12; /* -ENOMEM */
+        a->scratch = p;
+        a->scratch_len = n;
+    }
+    old = a->scratch;
+    upd = a->scratch + a->scratch_len;
+    if ((rc = acc_rw(a, ta, old, n, 0)) != 0)
+        return rc;
+    if (a->rpk != NULL)
+        memcpy(a->rpk + boff, old, n);
+    if (a->op == RMA_OP_NO_OP || (a->kind == RMA_CAS && memcmp(old, a->compare, n) != 0))
+        return 0;
+    if (a->kind != RMA_CAS && a->op != RMA_OP_REPLACE) {
+        memcpy(upd, src, n);
+        if (PMPI_Reduce_local(old, upd, (int)(n / a->esize), a->basic, a->op_handle) !=
+            MPI_SUCCESS)
+            return 1;
+        src = upd;
+    }
+    return acc_rw(a, ta, (char *)src, n, 1);
+}
+
+/* walk (atomic kinds): one target piece against the packed operands. Elements in memory
+ * mapped here whose accumulates use CPU atomics, aligned, take one atomic instruction
+ * each; every other run is read-modify-written under the held stripes. */
+static int acc_piece(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
 {
     acc_op_t *a = arg;
+    uintptr_t ta = a->span.taddr + (uintptr_t)toff;
+    size_t es = a->esize, off = (size_t)boff;
 
-    acc_atomic_run(a, toff, a->opk, a->result + roff, len);
-    if (a->opk != NULL)
-        a->opk += len;
+    while (len > 0) {
+        size_t n = rma_tspan_run(&a->span, ta, len);
+        const rma_dyn_hit_t *m;
+        int rc;
+
+        n = n >= es ? n - n % es : es; /* whole elements; one cut by a seam goes alone */
+        m = rma_tspan_map(&a->span, ta, n);
+        if (m != NULL && m->atomic && ((ta - m->lo + (uintptr_t)m->local) & (es - 1)) == 0) {
+            char *t = m->local + (ta - m->lo);
+            for (size_t i = 0; i < n; i += es) {
+                char *r = a->rpk != NULL ? a->rpk + off + i : NULL;
+                if (a->kind == RMA_CAS)
+                    rma_acc_cas((unsigned)es, t + i, a->opk + off + i, a->compare, r);
+                else
+                    rma_acc_atomic(a->akind, a->op, t + i, a->opk ? a->opk + off + i : NULL, r,
+                                   a->relaxed);
+            }
+        } else if ((rc = acc_rmw(a, ta, off, n)) != 0) {
+            return rc;
+        }
+        ta += n;
+        off += n;
+        len -= n;
+    }
     return 0;
 }
 
-/* Locked path: mark stripes of a target piece. */
+/* walk: marks the stripes of a target piece. */
 static int acc_piece_mark(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
 {
     stripe_set_t *set = ((void **)arg)[1];
@@ -401,25 +416,30 @@ static int acc_iov_flush(acc_op_t *a)
     return rc;
 }
 
-/* Locked path: move one piece between the target and the packed buffer. */
+/* walk (packed read-modify-write): moves one piece between the target and the packed
+ * buffer, directly where mapped, batched for the transport elsewhere. */
 static int acc_piece_move(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
 {
     acc_op_t *a = arg;
     uintptr_t ta = a->span.taddr + (uintptr_t)toff;
     char *b = a->buf + boff;
 
-    if (ta >= a->span.map_lo && ta + len <= a->span.map_hi) {
-        char *t = a->span.map_local + (ta - a->span.map_lo);
-        if (a->write)
-            memcpy(t, b, len);
-        else
-            memcpy(b, t, len);
-        return 0;
+    while (len > 0) {
+        size_t n = rma_tspan_run(&a->span, ta, len);
+        const rma_dyn_hit_t *m = rma_tspan_map(&a->span, ta, n);
+        if (m != NULL) {
+            char *t = m->local + (ta - m->lo);
+            memcpy(a->write ? t : b, a->write ? b : t, n);
+        } else {
+            a->liov[a->niov] = (struct iovec){b, n};
+            a->riov[a->niov] = (struct iovec){(void *)ta, n};
+            if (++a->niov == a->max_iov && acc_iov_flush(a) != 0)
+                return a->err;
+        }
+        ta += n;
+        b += n;
+        len -= n;
     }
-    a->liov[a->niov] = (struct iovec){b, len};
-    a->riov[a->niov] = (struct iovec){(void *)ta, len};
-    if (++a->niov == a->max_iov)
-        return acc_iov_flush(a);
     return 0;
 }
 
@@ -439,7 +459,6 @@ static int acc_move(acc_op_t *a, char *buf, int write)
     a->buf = buf;
     a->write = write;
     a->niov = 0;
-    a->err = 0;
     a->max_iov = (int)(rma_env.cma_batch < 64 ? rma_env.cma_batch : 64);
     rc = rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_move, a);
     if (rc == 0)
@@ -447,35 +466,40 @@ static int acc_move(acc_op_t *a, char *buf, int write)
     return a->err != 0 ? a->err : rc;
 }
 
-/* The stripe-locked read-modify-write of the whole operation. MPI_SUCCESS or the error. */
-static int acc_locked(acc_op_t *a, const char *func)
+/* Takes the stripes of every cache line of the target buffer, in the global order, and
+ * marks them held. 0, or -1 when walking the layout ran out of memory. */
+static int stripe_hold(acc_op_t *a, stripe_set_t *set)
 {
-    _Alignas(16) char small[2][256];
-    size_t bytes = (size_t)a->nelem * (size_t)a->bd->extent;
-    char *old = small[0], *upd = small[1], *heap = NULL;
-    int write = a->op != RMA_OP_NO_OP, rc = 0, same = 1;
-    stripe_set_t set;
-    void *mark[2] = {a, &set};
+    void *mark[2] = {a, set};
 
-    if (bytes > sizeof(small[0])) {
-        heap = malloc(2 * bytes);
-        if (heap == NULL)
-            return rma_err(a->win, func, MPI_ERR_NO_MEM,
-                           "out of memory for a %zu-byte "
-                           "accumulate",
-                           bytes);
-        old = heap;
-        upd = heap + bytes;
+    memset(set, 0, sizeof(*set));
+    if (rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_mark, mark) != 0)
+        return -1;
+    stripe_lock_set(a->win, set);
+    a->held = 1;
+    return 0;
+}
+
+/* Types without a CPU-atomic kernel (long double, complex, pairs, MPI_LOGICAL): the whole
+ * operation through a packed copy of the target, stripes held. 0, -errno, or 1 when
+ * MPI_Reduce_local failed. */
+static int acc_packed(acc_op_t *a)
+{
+    size_t bytes = (size_t)a->nelem * (size_t)a->bd->extent;
+    char *old, *upd;
+    int write = a->op != RMA_OP_NO_OP, rc, same = 1;
+
+    if (bytes > a->scratch_len) {
+        char *p = realloc(a->scratch, 2 * bytes);
+        if (p == NULL)
+            return -12; /* -ENOMEM */
+        a->scratch = p;
+        a->scratch_len = bytes;
     }
+    old = a->scratch;
+    upd = a->scratch + a->scratch_len;
     if (write)
         rma_dtl_copy(upd, a->bd, a->nelem, a->opk, a->bd, a->nelem);
-    memset(&set, 0, sizeof(set));
-    if (rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_mark, mark) != 0) {
-        free(heap);
-        return rma_err(a->win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
-    }
-
-    stripe_lock_set(a->win, &set);
     rc = acc_move(a, old, 0);
     if (rc == 0 && a->kind == RMA_CAS) {
         same = memcmp(old, a->compare, a->esize) == 0;
@@ -492,20 +516,19 @@ static int acc_locked(acc_op_t *a, const char *func)
     }
     if (rc == 0 && write && same)
         rc = acc_move(a, upd, 1);
-    stripe_unlock_set(a->win, &set);
+    if (rc == 0 && a->rpk != NULL)
+        memcpy(a->rpk, old, bytes);
+    return rc;
+}
 
-    if (rc == 0 && a->kind != RMA_ACC)
-        rma_dtl_copy(a->result, a->rd, a->rcount, old, a->bd, a->nelem);
-    free(heap);
-    if (rc == 1)
-        return rma_err(a->win, func, MPI_ERR_OTHER, "MPI_Reduce_local failed for op %s",
-                       op_names[a->op]);
-    if (rc < 0)
-        return rma_err(a->win, func, MPI_ERR_OTHER,
-                       "cross-memory access to rank %d (pid %d) "
-                       "failed: %s",
-                       a->trank, a->span.pid, strerror(-rc));
-    return MPI_SUCCESS;
+/* The element at the target buffer's start takes one CPU atomic (one-element calls that
+ * do so take no stripe). */
+static int acc_single_atomic(const acc_op_t *a)
+{
+    const rma_dyn_hit_t *m = rma_tspan_map(&a->span, a->span.taddr, a->esize);
+
+    return a->nelem == 1 && a->akind != RMA_AK_LOCKED && m != NULL && m->atomic &&
+           ((uintptr_t)(m->local + (a->span.taddr - m->lo)) & (a->esize - 1)) == 0;
 }
 
 /* Checks that a side's layout is built from the target's basic type. */
@@ -531,10 +554,12 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                  void *result, MPI_Aint rcount, MPI_Datatype rtype, const void *compare, int trank,
                  MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, MPI_Op op, const char *func)
 {
-    int opi = rma_acc_op_index(op), fetch = kind != RMA_ACC, cls, rc, mapped;
+    int opi = rma_acc_op_index(op), fetch = kind != RMA_ACC, cls, rc;
+    stripe_set_t set;
     MPI_Aint obytes = 0, rbytes = 0, tbytes;
     acc_op_t *a, abuf;
-    char *packed = NULL;
+    char *opk = NULL, *rpk = NULL;
+    size_t bytes;
 
     if (trank == MPI_PROC_NULL)
         return MPI_SUCCESS;
@@ -564,8 +589,6 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     a->tcount = tcount;
     a->ocount = ocount;
     a->rcount = rcount;
-    a->origin = origin;
-    a->result = result;
     a->compare = compare;
     if ((kind == RMA_FOP || kind == RMA_CAS) && !acc_is_predefined(ttype))
         return rma_err(win, func, MPI_ERR_TYPE, "%s needs a predefined datatype",
@@ -614,26 +637,26 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                                                                          : "origin");
 
     rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
-    if (rc != MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && opi != RMA_OP_NO_OP && obytes != tbytes)
+        rc = rma_err(win, func, MPI_ERR_TYPE,
+                     "the origin buffer holds %ld bytes but the target buffer %ld: the type "
+                     "signatures differ",
+                     (long)obytes, (long)tbytes);
+    if (rc == MPI_SUCCESS && fetch && rbytes != tbytes)
+        rc = rma_err(win, func, MPI_ERR_TYPE,
+                     "the result buffer holds %ld bytes but the target buffer %ld: the type "
+                     "signatures differ",
+                     (long)rbytes, (long)tbytes);
+    if (rc == MPI_SUCCESS && tbytes > 0 && rma_dtl_get(a->basic, &a->bd) != MPI_SUCCESS)
+        rc = rma_err(win, func, MPI_ERR_TYPE, "no layout for basic datatype 0x%x",
+                     (unsigned)a->basic);
+    if (rc != MPI_SUCCESS || tbytes == 0) {
+        rma_tspan_done(&a->span);
+        if (rc == MPI_SUCCESS)
+            win->ops_in_fence = 1;
         return rc;
-    if (opi != RMA_OP_NO_OP && obytes != tbytes)
-        return rma_err(win, func, MPI_ERR_TYPE,
-                       "the origin buffer holds %ld bytes but the "
-                       "target buffer %ld: the type signatures differ",
-                       (long)obytes, (long)tbytes);
-    if (fetch && rbytes != tbytes)
-        return rma_err(win, func, MPI_ERR_TYPE,
-                       "the result buffer holds %ld bytes but the "
-                       "target buffer %ld: the type signatures differ",
-                       (long)rbytes, (long)tbytes);
+    }
     win->ops_in_fence = 1;
-    if (tbytes == 0)
-        return MPI_SUCCESS;
-
-    rc = rma_dtl_get(a->basic, &a->bd);
-    if (rc != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE, "no layout for basic datatype 0x%x",
-                       (unsigned)a->basic);
     a->esize = (size_t)a->td->basic_size;
     a->nelem = tbytes / a->td->basic_size;
     a->akind =
@@ -641,61 +664,61 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     a->relaxed = rma_acc_relaxed(win);
     a->key0 = (uint64_t)(a->span.taddr - win->targets[trank].remote_base);
 
-    /* the mechanism: a function of the window (or region), the type and the alignment */
-    if (win->acc_mode == RMA_ACC_MODE_UNKNOWN)
-        win->acc_mode = acc_mode_decide(win);
-    if (win->acc_mode == RMA_ACC_MODE_DYNAMIC) {
-        mapped = a->span.seg_id != 0;
-        if (mapped && a->span.local == NULL && a->akind != RMA_AK_LOCKED)
-            return rma_err(win, func, MPI_ERR_OTHER,
-                           "the region attached at rank %d is "
-                           "shared but could not be mapped here; its accumulates need CPU "
-                           "atomics",
-                           trank);
-    } else {
-        mapped = win->acc_mode == RMA_ACC_MODE_ATOMIC;
-        if (mapped && a->span.local == NULL && a->akind != RMA_AK_LOCKED)
-            return rma_err(win, func, MPI_ERR_OTHER,
-                           "rank %d's window memory is shared but "
-                           "could not be mapped here; its accumulates need CPU atomics",
-                           trank);
-    }
-
-    /* origin data as nelem packed elements (contiguous origins are used in place) */
-    if (opi != RMA_OP_NO_OP && (kind != RMA_ACC || !mapped || a->akind == RMA_AK_LOCKED)) {
+    /* origin and result as nelem packed elements; contiguous buffers are used in place */
+    bytes = (size_t)a->nelem * (size_t)a->bd->extent;
+    if (opi != RMA_OP_NO_OP) {
         if (a->od->is_contig && a->od->basic == a->basic && a->od->extent == a->bd->extent) {
-            a->opk = a->origin + a->od->true_lb;
-        } else {
-            packed = malloc((size_t)a->nelem * (size_t)a->bd->extent);
-            if (packed == NULL)
-                return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory packing the origin");
-            rma_dtl_copy(packed, a->bd, a->nelem, origin, a->od, ocount);
-            a->opk = packed;
+            a->opk = (const char *)origin + a->od->true_lb;
+        } else if ((opk = malloc(bytes)) != NULL) {
+            rma_dtl_copy(opk, a->bd, a->nelem, origin, a->od, ocount);
+            a->opk = opk;
         }
+    }
+    if (fetch) {
+        if (a->rd->is_contig && a->rd->basic == a->basic && a->rd->extent == a->bd->extent)
+            a->rpk = (char *)result + a->rd->true_lb;
+        else
+            a->rpk = rpk = malloc(bytes);
+    }
+    if ((opi != RMA_OP_NO_OP && a->opk == NULL) || (fetch && a->rpk == NULL)) {
+        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory packing a %zu-byte accumulate",
+                     bytes);
+        goto out;
     }
 
-    if (!mapped || a->akind == RMA_AK_LOCKED) {
-        rc = acc_locked(a, func);
-    } else if (kind == RMA_CAS) {
-        char *t = a->span.local;
-        rc = MPI_SUCCESS;
-        if (((uintptr_t)t & (a->esize - 1)) == 0) {
-            rma_acc_cas((unsigned)a->esize, t, a->opk, compare, result);
-        } else {
-            unsigned s = stripe_of(trank, a->key0);
-            stripe_lock(win, s);
-            memcpy(result, t, a->esize);
-            if (memcmp(t, compare, a->esize) == 0)
-                memcpy(t, a->opk, a->esize);
-            stripe_unlock(win, s);
-        }
-    } else {
-        rc = kind == RMA_ACC
-                 ? rma_dtl_walk_pairs(a->td, tcount, a->od, ocount, acc_piece_origin, a)
-                 : rma_dtl_walk_pairs(a->td, tcount, a->rd, rcount, acc_piece_result, a);
-        if (rc != 0)
-            rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
+    /* The mechanism of each element is a function of its region's mode, its type and its
+     * alignment (doc/atomicity.md). A call is atomic as a whole: unless it is one element
+     * that one CPU atomic updates, it holds the stripes of its whole target buffer, and
+     * still updates each element with that element's mechanism, so that one-element calls
+     * taking no stripe stay atomic with respect to it. */
+    if (acc_single_atomic(a)) {
+        rma_acc_stripe_wait(win, trank, a->key0);
+    } else if (stripe_hold(a, &set) != 0) {
+        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
+        goto out;
     }
-    free(packed);
+    if (a->akind == RMA_AK_LOCKED)
+        rc = acc_packed(a);
+    else
+        rc = rma_dtl_walk_pairs(a->td, tcount, a->bd, a->nelem, acc_piece, a);
+    if (a->held)
+        stripe_unlock_set(win, &set);
+    if (rc == 0 && rpk != NULL)
+        rma_dtl_copy(result, a->rd, rcount, rpk, a->bd, a->nelem);
+    if (rc == 1)
+        rc = rma_err(win, func, MPI_ERR_OTHER, "MPI_Reduce_local failed for op %s",
+                     op_names[opi]);
+    else if (rc == -12 || (rc == -1 && a->err == 0))
+        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for a %zu-byte accumulate",
+                     bytes);
+    else if (rc != 0)
+        rc = rma_err(win, func, MPI_ERR_OTHER, "cross-memory access to rank %d (pid %d) failed: %s",
+                     trank, a->span.pid, strerror(-rc));
+out:
+    rma_tspan_done(&a->span);
+    free(a->scratch);
+    free(opk);
+    free(rpk);
     return rc;
 }
+

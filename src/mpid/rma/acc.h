@@ -289,6 +289,34 @@ static inline int rma_acc_relaxed(const rma_win_t *win)
     return win->info.accumulate_ordering[0] == 'n';
 }
 
+/* ------------------------------------------------------------------ stripes */
+
+/* The lock word of stripe s (RMA_ACC_NLOCKS per window, one per cache line). */
+static inline _Atomic uint32_t *rma_acc_stripe_word(rma_win_t *win, unsigned s)
+{
+    return (_Atomic uint32_t *)((char *)win->ctl + win->ctl->acc_off + (size_t)s * RMA_CACHE_LINE);
+}
+
+/* Stripe of the element whose first byte is `key` bytes into target `trank`'s window (its
+ * own address for dynamic windows): one stripe per cache line, ranks spread apart. */
+static inline unsigned rma_acc_stripe_of(int trank, uint64_t key)
+{
+    return (unsigned)((key >> 6) + (uint64_t)trank * 97u) & (RMA_ACC_NLOCKS - 1u);
+}
+
+/* A call on several elements holds their stripes while it runs; a one-element CPU atomic
+ * takes no stripe but must not land inside such a call (doc/atomicity.md), so it first
+ * sees its stripe free. The load is of a line that only those calls write. */
+static inline int rma_acc_stripe_busy(rma_win_t *win, int trank, uint64_t key)
+{
+    return atomic_load_explicit(rma_acc_stripe_word(win, rma_acc_stripe_of(trank, key)),
+                                memory_order_seq_cst) != 0;
+}
+
+/* Waits (backing off) until the element's stripe is free: the slow path's one-element CPU
+ * atomic. */
+void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key);
+
 /* ------------------------------------------------------------------ fast paths */
 
 /* The type entry and mapped, aligned target address of one predefined element when the
@@ -311,7 +339,8 @@ static inline char *rma_acc_fast_target(rma_win_t *win, MPI_Datatype dt, int op,
     if (rma_unlikely(!(win->all_access | tg->access)))
         return NULL;
     t = rma_direct_addr(tg, tdisp, ty->size);
-    if (rma_unlikely(t == NULL || ((uintptr_t)t & (ty->size - 1u)) != 0))
+    if (rma_unlikely(t == NULL || ((uintptr_t)t & (ty->size - 1u)) != 0 ||
+                     rma_acc_stripe_busy(win, trank, (uint64_t)tdisp * (uint64_t)tg->disp_unit)))
         return NULL;
     *ty_p = ty;
     return t;

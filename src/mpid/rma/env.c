@@ -11,7 +11,6 @@ rma_env_t rma_env = {
     .create_remap = 1,
     .verbose = 0,
     .spin_count = 200,
-    .dyn_max_regions = 64,
     .cma_batch = 512,
 };
 
@@ -43,8 +42,6 @@ void rma_env_init(void)
     rma_env.create_remap = (int)env_long("RMA_CREATE_REMAP", rma_env.create_remap, 0, 1);
     rma_env.verbose = (int)env_long("RMA_VERBOSE", rma_env.verbose, 0, 2);
     rma_env.spin_count = (int)env_long("RMA_SPIN_COUNT", rma_env.spin_count, 0, 1 << 24);
-    rma_env.dyn_max_regions =
-        (int)env_long("RMA_DYN_MAX_REGIONS", rma_env.dyn_max_regions, 1, 1 << 16);
     rma_env.cma_batch = (size_t)env_long("RMA_CMA_IOV", (long)rma_env.cma_batch, 1, 1024);
 }
 
@@ -66,8 +63,6 @@ void rma_env_print(FILE *out)
             "RMA_SPIN_COUNT=%d     busy polls before a waiting rank starts to "
             "sched_yield\n",
             rma_env.spin_count);
-    fprintf(out, "RMA_DYN_MAX_REGIONS=%d regions one rank may attach to a dynamic window\n",
-            rma_env.dyn_max_regions);
     fprintf(out, "RMA_CMA_IOV=%zu        iovec entries per process_vm_readv/writev call\n",
             rma_env.cma_batch);
 }

@@ -13,7 +13,6 @@ typedef struct rma_env {
     int create_remap;    /* RMA_CREATE_REMAP: map MPI_Win_create/attach memory shared */
     int verbose;         /* RMA_VERBOSE: print errors returned through MPI_ERRORS_RETURN */
     int spin_count;      /* RMA_SPIN_COUNT: busy polls before a waiter starts yielding */
-    int dyn_max_regions; /* RMA_DYN_MAX_REGIONS: attach slots per rank of a dynamic window */
     size_t cma_batch;    /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
 } rma_env_t;
 

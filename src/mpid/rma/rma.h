@@ -9,6 +9,7 @@
 #ifndef RMA_RMA_H
 #define RMA_RMA_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "windows/win.h"
@@ -32,17 +33,49 @@ static inline int rma_buf_missing(const void *buf, MPI_Aint count, MPI_Datatype 
 
 struct rma_dtl;
 
-/* Where a target buffer is: `local` when all of it is mapped here (NULL otherwise); taddr is
- * its address in the target process; [map_lo, map_hi) target addresses are mapped at
- * map_local (pieces there may still be copied directly); pid for the transport. */
+/* Where a target buffer is. `local` when all of it is mapped here contiguously (NULL
+ * otherwise); taddr is its address in the target process; the target addresses of each map
+ * are mapped here at maps[i].local (pieces there are copied directly, or updated with CPU
+ * atomics when .atomic), and every other byte is reached through the transport (pid). */
 typedef struct rma_tspan {
     char *local;
     uintptr_t taddr;
-    uintptr_t map_lo, map_hi;
-    char *map_local;
-    uint64_t seg_id; /* dynamic windows: the region's segment id (0: not shared) */
     int pid;
+    int nmaps;
+    rma_dyn_hit_t *maps; /* map_buf, or allocated when more regions are needed */
+    rma_dyn_hit_t map_buf[4];
 } rma_tspan_t;
+
+/* The map holding target bytes [ta, ta+len) whole, or NULL. */
+static inline const rma_dyn_hit_t *rma_tspan_map(const rma_tspan_t *sp, uintptr_t ta, size_t len)
+{
+    for (int i = 0; i < sp->nmaps; i++)
+        if (ta >= sp->maps[i].lo && ta < sp->maps[i].hi)
+            return sp->maps[i].local != NULL && len <= sp->maps[i].hi - ta ? &sp->maps[i] : NULL;
+    return NULL;
+}
+
+/* Bytes from ta to the next boundary between maps (or transport-reached bytes), at most
+ * len: a piece is cut there so that each part is handled one way. */
+static inline size_t rma_tspan_run(const rma_tspan_t *sp, uintptr_t ta, size_t len)
+{
+    uintptr_t next = UINTPTR_MAX;
+
+    for (int i = 0; i < sp->nmaps; i++) {
+        if (ta >= sp->maps[i].lo && ta < sp->maps[i].hi)
+            next = sp->maps[i].hi;
+        else if (sp->maps[i].lo > ta && sp->maps[i].lo < next)
+            next = sp->maps[i].lo;
+    }
+    return next - ta < len ? next - ta : len;
+}
+
+/* Frees what rma_target_resolve allocated for a span. */
+static inline void rma_tspan_done(rma_tspan_t *sp)
+{
+    if (sp->maps != sp->map_buf)
+        free(sp->maps);
+}
 
 /* Checks rank, access epoch and that `tcount` elements of layout `td` at displacement
  * `tdisp` lie inside the target window (or an attached region), and says where they are.

@@ -19,11 +19,7 @@
 typedef struct xfer {
     int kind;
     char *origin;
-    uintptr_t target;         /* target address of the target buffer (its own address space) */
-    char *direct;             /* where `target` is mapped here, NULL if it is not */
-    uintptr_t map_lo, map_hi; /* target addresses mapped here */
-    char *map_local;
-    int pid;
+    const rma_tspan_t *span;
     int niov, max_iov;
     int err;                             /* -errno of a failed transport call */
     struct iovec liov[1024], riov[1024]; /* not zeroed: filled up to niov */
@@ -35,33 +31,42 @@ static int xfer_flush(xfer_t *x)
 
     if (x->niov == 0)
         return 0;
-    rc = x->kind == RMA_PUT ? rma_nm_shm_ops.writev(x->pid, x->liov, x->niov, x->riov, x->niov)
-                            : rma_nm_shm_ops.readv(x->pid, x->liov, x->niov, x->riov, x->niov);
+    rc = x->kind == RMA_PUT
+             ? rma_nm_shm_ops.writev(x->span->pid, x->liov, x->niov, x->riov, x->niov)
+             : rma_nm_shm_ops.readv(x->span->pid, x->liov, x->niov, x->riov, x->niov);
     x->niov = 0;
     if (rc != 0)
         x->err = rc;
     return rc;
 }
 
-/* One piece contiguous on both sides: dst is the target for Put, the origin for Get. */
+/* One piece contiguous on both sides, cut where it crosses from one region to the next:
+ * copied directly where mapped here, batched for the transport elsewhere. */
 static int xfer_piece(void *arg, MPI_Aint toff, MPI_Aint ooff, size_t len)
 {
     xfer_t *x = arg;
-    uintptr_t ta = x->target + (uintptr_t)toff;
+    uintptr_t ta = x->span->taddr + (uintptr_t)toff;
     char *o = x->origin + ooff;
 
-    if (ta >= x->map_lo && ta + len <= x->map_hi) {
-        char *t = x->map_local + (ta - x->map_lo);
-        if (x->kind == RMA_PUT)
-            memcpy(t, o, len);
-        else
-            memcpy(o, t, len);
-        return 0;
+    while (len > 0) {
+        size_t n = rma_tspan_run(x->span, ta, len);
+        const rma_dyn_hit_t *m = rma_tspan_map(x->span, ta, n);
+        if (m != NULL) {
+            char *t = m->local + (ta - m->lo);
+            if (x->kind == RMA_PUT)
+                memcpy(t, o, n);
+            else
+                memcpy(o, t, n);
+        } else {
+            x->liov[x->niov] = (struct iovec){o, n};
+            x->riov[x->niov] = (struct iovec){(void *)ta, n};
+            if (++x->niov == x->max_iov && xfer_flush(x) != 0)
+                return x->err;
+        }
+        ta += n;
+        o += n;
+        len -= n;
     }
-    x->liov[x->niov] = (struct iovec){o, len};
-    x->riov[x->niov] = (struct iovec){(void *)ta, len};
-    if (++x->niov == x->max_iov)
-        return xfer_flush(x);
     return 0;
 }
 
@@ -70,57 +75,80 @@ static const char *kind_name(int kind)
     return kind == RMA_PUT ? "origin" : "result";
 }
 
+/* Dynamic windows: the regions of the target that cover [lo, hi). */
+static int resolve_dynamic(rma_win_t *win, int trank, uintptr_t lo, uintptr_t hi,
+                           rma_tspan_t *out, const char *func)
+{
+    int n, rc = rma_win_dyn_resolve(win, trank, lo, hi - lo, out->map_buf, 4, &n);
+
+    if (n > 4) { /* a span over more attached regions than map_buf holds */
+        out->maps = malloc((size_t)n * sizeof(*out->maps));
+        if (out->maps == NULL) {
+            out->maps = out->map_buf;
+            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for %d regions", n);
+        }
+        rc = rma_win_dyn_resolve(win, trank, lo, hi - lo, out->maps, n, &n);
+    }
+    out->nmaps = n;
+    if (rc == MPI_ERR_RMA_RANGE)
+        return rma_err(win, func, MPI_ERR_RMA_RANGE,
+                       "the target bytes [0x%lx, 0x%lx) at rank %d are not all in memory "
+                       "attached to the window",
+                       (unsigned long)lo, (unsigned long)hi, trank);
+    if (rc != MPI_SUCCESS)
+        return rma_err(win, func, MPI_ERR_OTHER,
+                       "a region attached at rank %d is shared but could not be mapped here; "
+                       "its accumulates need CPU atomics",
+                       trank);
+    if (n == 1 && out->maps[0].local != NULL)
+        out->local = out->maps[0].local + (out->taddr - out->maps[0].lo);
+    return MPI_SUCCESS;
+}
+
 int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_t *td,
                        MPI_Aint tcount, rma_tspan_t *out, const char *func)
 {
     MPI_Aint lo, hi, off;
     rma_target_t *tg;
 
+    memset(out, 0, offsetof(rma_tspan_t, map_buf));
+    out->maps = out->map_buf;
     if ((unsigned)trank >= (unsigned)win->nranks)
         return rma_err(win, func, MPI_ERR_RANK,
-                       "target rank %d is not in the window's group "
-                       "of %d",
-                       trank, win->nranks);
+                       "target rank %d is not in the window's group of %d", trank, win->nranks);
     tg = &win->targets[trank];
     if (!(win->all_access | tg->access))
         return rma_err(win, func, MPI_ERR_RMA_SYNC,
-                       "no access epoch is open to rank %d (use "
-                       "a fence, MPI_Win_start or a lock first)",
+                       "no access epoch is open to rank %d (use a fence, MPI_Win_start or a "
+                       "lock first)",
                        trank);
     rma_dtl_span(td, tcount, &lo, &hi);
-    memset(out, 0, sizeof(*out));
     out->pid = tg->pid;
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        char *local = NULL;
-        if (hi > lo && (tdisp + lo < 0 ||
-                        rma_win_dyn_resolve(win, trank, (uintptr_t)(tdisp + lo), (size_t)(hi - lo),
-                                            &local, &out->seg_id) != MPI_SUCCESS))
-            return rma_err(win, func, MPI_ERR_RMA_RANGE,
-                           "no region attached at rank %d holds "
-                           "the target bytes [0x%lx, 0x%lx)",
-                           trank, (unsigned long)(tdisp + lo), (unsigned long)(tdisp + hi));
         out->taddr = (uintptr_t)tdisp;
-        if (local != NULL) {
-            out->local = local - lo;
-            out->map_lo = (uintptr_t)(tdisp + lo);
-            out->map_hi = (uintptr_t)(tdisp + hi);
-            out->map_local = local;
-        }
-        return MPI_SUCCESS;
+        if (hi <= lo)
+            return MPI_SUCCESS;
+        if (tdisp + lo < 0)
+            return rma_err(win, func, MPI_ERR_RMA_RANGE,
+                           "target address 0x%lx plus the datatype's lower bound %ld is "
+                           "negative",
+                           (unsigned long)tdisp, (long)lo);
+        return resolve_dynamic(win, trank, (uintptr_t)(tdisp + lo), (uintptr_t)(tdisp + hi), out,
+                               func);
     }
     if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) || off + lo < 0 ||
         off > LONG_MAX - hi || off + hi > tg->size)
         return rma_err(win, func, MPI_ERR_RMA_RANGE,
-                       "target displacement %ld (disp_unit "
-                       "%d) with datatype bytes [%ld, %ld) lies outside the %ld-byte "
-                       "window of rank %d",
+                       "target displacement %ld (disp_unit %d) with datatype bytes [%ld, %ld) "
+                       "lies outside the %ld-byte window of rank %d",
                        (long)tdisp, tg->disp_unit, (long)lo, (long)hi, (long)tg->size, trank);
     out->taddr = tg->remote_base + (uintptr_t)off;
     if (tg->map_local != NULL) {
-        out->map_lo = tg->map_lo;
-        out->map_hi = tg->map_lo + tg->map_len;
-        out->map_local = tg->map_local;
-        if (out->taddr + (uintptr_t)lo >= out->map_lo && out->taddr + (uintptr_t)hi <= out->map_hi)
+        out->nmaps = 1;
+        out->maps[0] = (rma_dyn_hit_t){tg->map_lo, tg->map_lo + tg->map_len, tg->map_local,
+                                       win->acc_mode == RMA_ACC_MODE_ATOMIC};
+        if (out->taddr + (uintptr_t)lo >= tg->map_lo &&
+            out->taddr + (uintptr_t)hi <= tg->map_lo + tg->map_len)
             out->local = tg->map_local + (out->taddr - tg->map_lo);
     }
     return MPI_SUCCESS;
@@ -151,16 +179,18 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
     rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (obytes != tbytes)
-        return rma_err(win, func, MPI_ERR_TYPE,
+    if (rc == MPI_SUCCESS && obytes != tbytes)
+        rc = rma_err(win, func, MPI_ERR_TYPE,
                        "the %s buffer holds %ld bytes but the target "
                        "buffer %ld: the type signatures differ",
                        kind_name(kind), (long)obytes, (long)tbytes);
+    if (rc != MPI_SUCCESS || tbytes == 0) {
+        rma_tspan_done(&span);
+        if (rc == MPI_SUCCESS)
+            win->ops_in_fence = 1;
+        return rc;
+    }
     win->ops_in_fence = 1;
-    if (tbytes == 0)
-        return MPI_SUCCESS;
 
     /* the whole target span is mapped: copy without the transport */
     if (span.local != NULL) {
@@ -168,20 +198,18 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
             rma_dtl_copy(span.local, td, tcount, origin, od, ocount);
         else
             rma_dtl_copy(origin, od, ocount, span.local, td, tcount);
+        rma_tspan_done(&span);
         return MPI_SUCCESS;
     }
     memset(&x, 0, offsetof(xfer_t, liov));
     x.kind = kind;
     x.origin = origin;
-    x.pid = span.pid;
+    x.span = &span;
     x.max_iov = (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024);
-    x.target = span.taddr;
-    x.map_lo = span.map_lo;
-    x.map_hi = span.map_hi;
-    x.map_local = span.map_local;
     rc = rma_dtl_walk_pairs(td, tcount, od, ocount, xfer_piece, &x);
     if (rc == 0)
         xfer_flush(&x);
+    rma_tspan_done(&span);
     if (rc == -1 && x.err == 0)
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
     if (x.err != 0)
