@@ -6,6 +6,8 @@
  * the exclusive holder, the low bits count shared holders. Locks are taken eagerly, so an
  * unlocked target can run without ever entering MPI (passive target progress).
  */
+#include <stdlib.h>
+
 #include "sync/sync.h"
 #include "sync/wait.h"
 
@@ -41,16 +43,81 @@ static void lock_release(rma_win_t *win, int rank, int lock_type)
                               memory_order_release);
 }
 
+/* ------------------------------------------------------------------ threads
+ *
+ * Lock state is per process (MPI-4 12.5), but under MPI_THREAD_MULTIPLE several threads may
+ * open passive target epochs on one window. Threads of one process act like origins of
+ * their own towards each other: a thread whose lock conflicts with another thread's epoch
+ * waits for it (two shared locks, or two lock_all epochs, share the process's hold); a
+ * thread that asks again for what it holds itself gets MPI_ERR_RMA_SYNC. win->mtx guards
+ * the process's state; nobody holds it while waiting for a lock word. */
+
+typedef struct held_lock {
+    rma_win_t *win;
+    int rank; /* -1: lock_all */
+} held_lock_t;
+
+static __thread held_lock_t *held;
+static __thread int nheld, held_cap;
+
+static int held_find(rma_win_t *win, int rank)
+{
+    for (int i = 0; i < nheld; i++)
+        if (held[i].win == win && held[i].rank == rank)
+            return i;
+    return -1;
+}
+
+/* 1 when this thread is inside an epoch of win: a lock on any target, or lock_all. */
+static int held_any(rma_win_t *win)
+{
+    for (int i = 0; i < nheld; i++)
+        if (held[i].win == win)
+            return 1;
+    return 0;
+}
+
+static int held_add(rma_win_t *win, int rank)
+{
+    if (nheld == held_cap) {
+        int cap = held_cap ? 2 * held_cap : 8;
+        held_lock_t *p = realloc(held, (size_t)cap * sizeof(*p));
+        if (p == NULL)
+            return -1;
+        held = p;
+        held_cap = cap;
+    }
+    held[nheld++] = (held_lock_t){win, rank};
+    return 0;
+}
+
+static void held_remove(rma_win_t *win, int rank)
+{
+    int i = held_find(win, rank);
+    if (i >= 0)
+        held[i] = held[--nheld];
+}
+
+/* Waits for another thread's epoch to change (win->mtx held on entry and on return). */
+static void thread_wait(rma_win_t *win, rma_backoff_t *bo)
+{
+    pthread_mutex_unlock(&win->mtx);
+    rma_backoff(bo);
+    pthread_mutex_lock(&win->mtx);
+}
+
+/* ------------------------------------------------------------------ MPI_Win_lock / unlock */
+
 int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
 {
     static const char func[] = "MPI_Win_lock";
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
     rma_target_t *tg;
-    int rc;
+    int rc = MPI_SUCCESS;
 
     if (lock_type != MPI_LOCK_SHARED && lock_type != MPI_LOCK_EXCLUSIVE)
         return rma_err(win, func, MPI_ERR_LOCKTYPE,
-                       "lock type %d is neither MPI_LOCK_SHARED "
-                       "nor MPI_LOCK_EXCLUSIVE",
+                       "lock type %d is neither MPI_LOCK_SHARED nor MPI_LOCK_EXCLUSIVE",
                        lock_type);
     if (rank == MPI_PROC_NULL)
         return MPI_SUCCESS;
@@ -62,33 +129,65 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
                        (unsigned)assert);
     if (win->info.no_locks)
         return rma_err(win, func, MPI_ERR_RMA_SYNC,
-                       "the window was created with the info key "
-                       "no_locks=true");
+                       "the window was created with the info key no_locks=true");
     tg = &win->targets[rank];
-    if (tg->lock_type)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "rank %d is already locked by this process",
-                       rank);
-    if (win->epoch == RMA_EPOCH_PSCW || win->epoch == RMA_EPOCH_LOCK_ALL)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "a %s epoch is open on this window",
-                       win->epoch == RMA_EPOCH_PSCW ? "post-start-complete-wait access"
-                                                    : "lock_all");
+    pthread_mutex_lock(&win->mtx);
+    for (;;) {
+        if (held_find(win, rank) >= 0) {
+            rc = rma_err(win, func, MPI_ERR_RMA_SYNC, "rank %d is already locked by this process",
+                         rank);
+            goto out;
+        }
+        if (win->epoch == RMA_EPOCH_PSCW || (win->epoch == RMA_EPOCH_LOCK_ALL && held_any(win))) {
+            rc = rma_err(win, func, MPI_ERR_RMA_SYNC, "a %s epoch is open on this window",
+                         win->epoch == RMA_EPOCH_PSCW ? "post-start-complete-wait access"
+                                                      : "lock_all");
+            goto out;
+        }
+        if (win->epoch == RMA_EPOCH_LOCK_ALL || win->lock_all_pending || tg->lock_pending ||
+            (tg->lock_holders > 0 &&
+             (lock_type == MPI_LOCK_EXCLUSIVE || tg->lock_type == MPI_LOCK_EXCLUSIVE))) {
+            thread_wait(win, &bo); /* another thread's epoch */
+            continue;
+        }
+        break;
+    }
+    if (held_add(win, rank) != 0) {
+        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
+        goto out;
+    }
+    if (tg->lock_holders > 0) { /* join another thread's shared lock */
+        tg->lock_holders++;
+        goto out;
+    }
     rc = rma_sync_leave_fence(win, func);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    tg->lock_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
-    if (!tg->lock_nocheck)
+    if (rc != MPI_SUCCESS) {
+        held_remove(win, rank);
+        goto out;
+    }
+    tg->lock_nocheck = (assert & MPI_MODE_NOCHECK) != 0;
+    if (!tg->lock_nocheck) {
+        tg->lock_pending = 1;
+        pthread_mutex_unlock(&win->mtx);
         lock_acquire(win, rank, lock_type);
+        pthread_mutex_lock(&win->mtx);
+        tg->lock_pending = 0;
+    }
     tg->lock_type = (uint8_t)lock_type;
+    tg->lock_holders = 1;
     tg->access = 1;
     win->nlocks++;
     win->epoch = RMA_EPOCH_LOCK;
-    return MPI_SUCCESS;
+out:
+    pthread_mutex_unlock(&win->mtx);
+    return rc;
 }
 
 int rma_unlock(rma_win_t *win, int rank)
 {
     static const char func[] = "MPI_Win_unlock";
     rma_target_t *tg;
+    int rc = MPI_SUCCESS;
 
     if (rank == MPI_PROC_NULL)
         return MPI_SUCCESS;
@@ -96,8 +195,14 @@ int rma_unlock(rma_win_t *win, int rank)
         return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d", rank,
                        win->nranks);
     tg = &win->targets[rank];
-    if (win->epoch != RMA_EPOCH_LOCK || !tg->lock_type)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "rank %d is not locked by this process", rank);
+    pthread_mutex_lock(&win->mtx);
+    if (win->epoch != RMA_EPOCH_LOCK || tg->lock_holders == 0) {
+        rc = rma_err(win, func, MPI_ERR_RMA_SYNC, "rank %d is not locked by this process", rank);
+        goto out;
+    }
+    held_remove(win, rank);
+    if (--tg->lock_holders > 0)
+        goto out;
     atomic_thread_fence(memory_order_seq_cst);
     if (!tg->lock_nocheck)
         lock_release(win, rank, tg->lock_type);
@@ -105,40 +210,80 @@ int rma_unlock(rma_win_t *win, int rank)
     tg->access = 0;
     if (--win->nlocks == 0)
         win->epoch = RMA_EPOCH_NONE;
-    return MPI_SUCCESS;
+out:
+    pthread_mutex_unlock(&win->mtx);
+    return rc;
 }
+
+/* ------------------------------------------------------------------ lock_all */
 
 int rma_lock_all(rma_win_t *win, int assert)
 {
     static const char func[] = "MPI_Win_lock_all";
-    int rc;
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    int rc = MPI_SUCCESS, nocheck = (assert & MPI_MODE_NOCHECK) != 0;
 
     if (assert & ~MPI_MODE_NOCHECK)
         return rma_err(win, func, MPI_ERR_ASSERT, "assert 0x%x is not valid for lock_all",
                        (unsigned)assert);
     if (win->info.no_locks)
         return rma_err(win, func, MPI_ERR_RMA_SYNC,
-                       "the window was created with the info key "
-                       "no_locks=true");
-    if (win->epoch != RMA_EPOCH_NONE && win->epoch != RMA_EPOCH_FENCE)
-        return rma_err(win, func, MPI_ERR_RMA_SYNC, "an access epoch is already open");
+                       "the window was created with the info key no_locks=true");
+    pthread_mutex_lock(&win->mtx);
+    for (;;) {
+        if (held_any(win) || win->epoch == RMA_EPOCH_PSCW) {
+            rc = rma_err(win, func, MPI_ERR_RMA_SYNC, "an access epoch is already open");
+            goto out;
+        }
+        if (win->epoch == RMA_EPOCH_LOCK || win->lock_all_pending) {
+            thread_wait(win, &bo); /* other threads' epochs */
+            continue;
+        }
+        break;
+    }
+    if (held_add(win, -1) != 0) {
+        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
+        goto out;
+    }
+    if (win->epoch == RMA_EPOCH_LOCK_ALL) { /* join another thread's lock_all */
+        win->lock_all_holders++;
+        goto out;
+    }
     rc = rma_sync_leave_fence(win, func);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    win->lock_all_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
-    if (!win->lock_all_nocheck)
+    if (rc != MPI_SUCCESS) {
+        held_remove(win, -1);
+        goto out;
+    }
+    win->lock_all_nocheck = nocheck;
+    if (!nocheck) {
+        win->lock_all_pending = 1;
+        pthread_mutex_unlock(&win->mtx);
         for (int t = 0; t < win->nranks; t++)
             lock_acquire(win, t, MPI_LOCK_SHARED);
+        pthread_mutex_lock(&win->mtx);
+        win->lock_all_pending = 0;
+    }
+    win->lock_all_holders = 1;
     win->epoch = RMA_EPOCH_LOCK_ALL;
     win->all_access = 1;
-    return MPI_SUCCESS;
+out:
+    pthread_mutex_unlock(&win->mtx);
+    return rc;
 }
 
 int rma_unlock_all(rma_win_t *win)
 {
-    if (win->epoch != RMA_EPOCH_LOCK_ALL)
-        return rma_err(win, "MPI_Win_unlock_all", MPI_ERR_RMA_SYNC,
-                       "no MPI_Win_lock_all epoch is open");
+    int rc = MPI_SUCCESS;
+
+    pthread_mutex_lock(&win->mtx);
+    if (win->epoch != RMA_EPOCH_LOCK_ALL) {
+        rc = rma_err(win, "MPI_Win_unlock_all", MPI_ERR_RMA_SYNC,
+                     "no MPI_Win_lock_all epoch is open");
+        goto out;
+    }
+    held_remove(win, -1);
+    if (--win->lock_all_holders > 0)
+        goto out;
     atomic_thread_fence(memory_order_seq_cst);
     if (!win->lock_all_nocheck)
         for (int t = 0; t < win->nranks; t++)
@@ -146,7 +291,9 @@ int rma_unlock_all(rma_win_t *win)
     win->lock_all_nocheck = 0;
     win->epoch = RMA_EPOCH_NONE;
     win->all_access = 0;
-    return MPI_SUCCESS;
+out:
+    pthread_mutex_unlock(&win->mtx);
+    return rc;
 }
 
 int rma_flush_error(rma_win_t *win, int rank, const char *func)

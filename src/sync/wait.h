@@ -1,12 +1,13 @@
 /*
  * wait.h - bounded busy-wait with back-off. Every wait loop in librma goes through here:
- * spin briefly (a peer on another core answers in ~100 ns), then yield the core so that
- * oversubscribed runs (4 ranks on 2 cores) make progress.
+ * spin briefly (a peer on another core answers in ~100 ns), then yield the core, then sleep,
+ * so that oversubscribed runs (4 ranks on 2 cores) make progress.
  */
 #ifndef RMA_WAIT_H
 #define RMA_WAIT_H
 
 #include <sched.h>
+#include <time.h>
 
 #include "mpid/rma/env.h"
 
@@ -22,22 +23,39 @@ static inline void rma_cpu_relax(void)
 }
 
 typedef struct rma_backoff {
-    int spins;
+    int spins;         /* pauses so far */
+    int yields;        /* sched_yield calls so far */
+    unsigned sleep_us; /* the last sleep, once yielding did not help */
 } rma_backoff_t;
 
 #define RMA_BACKOFF_INIT                                                                           \
     {                                                                                              \
-        0                                                                                          \
+        0, 0, 0                                                                                    \
     }
 
-/* One step of waiting: a pause while under the spin budget, then sched_yield. */
+#define RMA_BACKOFF_YIELDS   64  /* sched_yield calls before the waiter starts to sleep */
+#define RMA_BACKOFF_SLEEP_US 256 /* longest sleep: the most a wake-up can be late by */
+
+/* One step of waiting: a pause while under the spin budget, then sched_yield, then sleeps
+ * that double up to RMA_BACKOFF_SLEEP_US. sched_yield alone does not give the core away
+ * when more ranks than cores run (the scheduler may pick the yielding rank again at once,
+ * and never picks a rank queued on the other core), so a rank that keeps seeing no
+ * progress sleeps and lets the rank it waits for run. */
 static inline void rma_backoff(rma_backoff_t *b)
 {
     if (b->spins < rma_env.spin_count) {
         b->spins++;
         rma_cpu_relax();
-    } else {
+    } else if (b->yields < RMA_BACKOFF_YIELDS) {
+        b->yields++;
         sched_yield();
+    } else {
+        struct timespec ts = {0, 0};
+        b->sleep_us = b->sleep_us ? 2 * b->sleep_us : 1;
+        if (b->sleep_us > RMA_BACKOFF_SLEEP_US)
+            b->sleep_us = RMA_BACKOFF_SLEEP_US;
+        ts.tv_nsec = (long)b->sleep_us * 1000;
+        nanosleep(&ts, NULL);
     }
 }
 

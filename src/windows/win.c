@@ -52,7 +52,14 @@ rma_win_t *rma_win_new(void)
     win->model = MPI_WIN_UNIFIED;
     win->seg_fd = -1;
     win->group = MPI_GROUP_NULL;
-    pthread_mutex_init(&win->mtx, NULL);
+    {
+        /* recursive: an error raised while it is held may call a handler that uses the window */
+        pthread_mutexattr_t attr;
+        pthread_mutexattr_init(&attr);
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&win->mtx, &attr);
+        pthread_mutexattr_destroy(&attr);
+    }
     pthread_mutex_lock(&win_lock);
     idx = slot_alloc();
     if (idx < 0) {

@@ -127,12 +127,13 @@ typedef struct rma_target {
     uint8_t access;       /* an access epoch (lock or start) covers this target */
     uint8_t lock_type;    /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
     uint8_t lock_nocheck; /* lock taken with MPI_MODE_NOCHECK: no lock word held */
-    uint8_t pad;
+    uint8_t lock_pending; /* a thread of ours is acquiring the lock word */
     uintptr_t map_lo; /* target addresses [map_lo, map_lo + map_len) are mapped ... */
     size_t map_len;
     char *map_local;      /* ... here, starting at map_local (NULL: nothing mapped) */
     int pid;              /* target process (CMA) */
     int local;            /* same node */
+    int lock_holders;     /* threads of ours inside MPI_Win_lock epochs on this target */
     rma_peer_seg_t *segs; /* dynamic windows: cached mappings of the target's segments */
     int nsegs, segs_cap;
     const rma_dyn_region_t *dtab; /* dynamic windows: the target's region table mapped here */
@@ -196,6 +197,8 @@ typedef struct rma_win {
     int exposure_open;
     int nlocks;           /* targets locked with MPI_Win_lock */
     int lock_all_nocheck; /* MPI_Win_lock_all with MPI_MODE_NOCHECK: no lock words held */
+    int lock_all_holders; /* threads of ours inside MPI_Win_lock_all epochs */
+    int lock_all_pending; /* a thread of ours is acquiring lock_all's lock words */
 
     /* attributes, name, error handler, info */
     MPI_Errhandler errhandler;
