@@ -121,9 +121,19 @@ static void ops_from_classes(void)
         pair_ops[i] = rma_acc_class_ops[RMA_AC_PAIR];
 }
 
+/* Logical ops on floating-point types pass MPICH 4.0's op/type check, but only MPI_LXOR on
+ * the C types computes anything: MPI_LAND/MPI_LOR on them abort, and on the Fortran reals
+ * all three leave the buffer unchanged. MPI-4 defines none of them; these stay refused. */
+static int ops_broken(MPI_Datatype type, int cls, int op)
+{
+    int c_type = type == MPI_FLOAT || type == MPI_DOUBLE || type == MPI_LONG_DOUBLE;
+
+    return cls == RMA_AC_FLOAT && (op == RMA_OP_LAND || op == RMA_OP_LOR || op == RMA_OP_LXOR) &&
+           !(c_type && op == RMA_OP_LXOR);
+}
+
 /* Which of the twelve computing ops the host's MPI_Reduce_local accepts on `type` (a count
- * of 0 runs its op/type check and computes nothing). MPICH 4.0's check passes MPI_LAND and
- * MPI_LOR on C floating types but its kernels abort on them: those stay refused. */
+ * of 0 runs its op/type check and computes nothing), less the broken ones above. */
 static uint16_t ops_probe_type(MPI_Datatype type, int cls)
 {
     uint16_t ops = rma_acc_class_ops[cls] & (uint16_t)((1u << RMA_OP_REPLACE) | (1u << RMA_OP_NO_OP));
@@ -132,8 +142,7 @@ static uint16_t ops_probe_type(MPI_Datatype type, int cls)
     if (cls == RMA_AC_INVALID)
         return 0;
     for (int op = 0; op < RMA_OP_REPLACE; op++) {
-        if ((op == RMA_OP_LAND || op == RMA_OP_LOR) &&
-            (type == MPI_FLOAT || type == MPI_DOUBLE || type == MPI_LONG_DOUBLE))
+        if (ops_broken(type, cls, op))
             continue;
         if (PMPI_Reduce_local(a, b, 0, type, (MPI_Op)((unsigned)MPI_MAX + (unsigned)op)) ==
             MPI_SUCCESS)
