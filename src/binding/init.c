@@ -11,6 +11,7 @@
 
 #include "binding/binding.h"
 #include "mpid/rma/acc.h"
+#include "mpid/rma/agent.h"
 #include "mpid/rma/dtl.h"
 #include "mpid/rma/env.h"
 #include "mpid/rma/rma.h"
@@ -55,6 +56,7 @@ int MPI_Finalize(void)
 
     if (live > 0 && rma_env.verbose)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
+    rma_agent_stop();
     rma_dtl_finalize();
     rma_nm_shm_ops.finalize();
     rma_seg_finalize();
@@ -119,6 +121,8 @@ int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *
     }
     rma_target_t *tg = &win->targets[target];
     MPI_Aint off;
+    if (win->flavor == MPI_WIN_FLAVOR_CREATE && tg->map_local == NULL)
+        rma_expose_refresh(win, target); /* its owner may have moved it since */
     if (disp < 0 || __builtin_mul_overflow(disp, (MPI_Aint)tg->disp_unit, &off) || off > tg->size ||
         len > tg->size - off)
         return rma_err(win, "RMAX_Win_path", MPI_ERR_RMA_RANGE,

@@ -117,8 +117,7 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
 
     if (lock_type != MPI_LOCK_SHARED && lock_type != MPI_LOCK_EXCLUSIVE)
         return rma_err(win, func, MPI_ERR_LOCKTYPE,
-                       "lock type %d is neither MPI_LOCK_SHARED nor MPI_LOCK_EXCLUSIVE",
-                       lock_type);
+                       "lock type %d is neither MPI_LOCK_SHARED nor MPI_LOCK_EXCLUSIVE", lock_type);
     if (rank == MPI_PROC_NULL)
         return MPI_SUCCESS;
     if ((unsigned)rank >= (unsigned)win->nranks)
@@ -165,12 +164,14 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
         held_remove(win, rank);
         goto out;
     }
-    tg->lock_nocheck = (assert & MPI_MODE_NOCHECK) != 0;
+    tg->lock_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
     if (!tg->lock_nocheck) {
         tg->lock_pending = 1;
+        win->locks_pending++;
         pthread_mutex_unlock(&win->mtx);
         lock_acquire(win, rank, lock_type);
         pthread_mutex_lock(&win->mtx);
+        win->locks_pending--;
         tg->lock_pending = 0;
     }
     tg->lock_type = (uint8_t)lock_type;
@@ -221,7 +222,7 @@ int rma_lock_all(rma_win_t *win, int assert)
 {
     static const char func[] = "MPI_Win_lock_all";
     rma_backoff_t bo = RMA_BACKOFF_INIT;
-    int rc = MPI_SUCCESS, nocheck = (assert & MPI_MODE_NOCHECK) != 0;
+    int rc = MPI_SUCCESS, nocheck = (assert &MPI_MODE_NOCHECK) != 0;
 
     if (assert & ~MPI_MODE_NOCHECK)
         return rma_err(win, func, MPI_ERR_ASSERT, "assert 0x%x is not valid for lock_all",
@@ -235,7 +236,7 @@ int rma_lock_all(rma_win_t *win, int assert)
             rc = rma_err(win, func, MPI_ERR_RMA_SYNC, "an access epoch is already open");
             goto out;
         }
-        if (win->epoch == RMA_EPOCH_LOCK || win->lock_all_pending) {
+        if (win->epoch == RMA_EPOCH_LOCK || win->lock_all_pending || win->locks_pending > 0) {
             thread_wait(win, &bo); /* other threads' epochs */
             continue;
         }

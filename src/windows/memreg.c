@@ -5,12 +5,16 @@
 #include "windows/memreg.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
@@ -23,21 +27,79 @@ static int memreg_ready;
 
 static void orphans_prune(uintptr_t lo, uintptr_t hi);
 
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
 static void table_ready(void)
 {
     if (!memreg_ready) {
         rma_lwt_init(&memreg_table);
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
         memreg_ready = 1;
     }
 }
 
-static rma_memreg_t *reg_new(uintptr_t base, size_t len, int fd, int kind)
+/* ------------------------------------------------------------------ fork
+ *
+ * Registered memory is shared memory, so a child of fork() would share it with its parent.
+ * The child instead gets private copies at the same addresses, as a plain MPI process's
+ * memory would be (MPI_Alloc_mem blocks and moved window pages alike). The parent's thread
+ * that forked waits until the child has its copies, so that what the parent writes after
+ * fork() returns cannot show up in the child. */
+
+static int fork_pipe[2] = {-1, -1};
+
+static void fork_prepare(void)
 {
-    rma_memreg_t *reg = calloc(1, sizeof(*reg));
+    pthread_mutex_lock(&memreg_lock);
+    if (rma_lwt_count(&memreg_table) > 0 && pipe2(fork_pipe, O_CLOEXEC) != 0)
+        fork_pipe[0] = fork_pipe[1] = -1;
+}
+
+static void fork_parent(void)
+{
+    char c;
+
+    if (fork_pipe[0] >= 0) {
+        close(fork_pipe[1]);
+        while (read(fork_pipe[0], &c, 1) < 0 && errno == EINTR)
+            ;
+        close(fork_pipe[0]);
+        fork_pipe[0] = fork_pipe[1] = -1;
+    }
+    pthread_mutex_unlock(&memreg_lock);
+}
+
+static int privatize(uintptr_t base, size_t len, void *value, void *arg)
+{
+    void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    (void)value, (void)arg;
+    if (tmp == MAP_FAILED)
+        return 0;
+    memcpy(tmp, (void *)base, len);
+    if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)base) == MAP_FAILED)
+        munmap(tmp, len);
+    return 0;
+}
+
+static void fork_child(void)
+{
+    rma_lwt_foreach(&memreg_table, privatize, NULL);
+    if (fork_pipe[0] >= 0) {
+        close(fork_pipe[0]);
+        close(fork_pipe[1]); /* the parent's read returns */
+        fork_pipe[0] = fork_pipe[1] = -1;
+    }
+    pthread_mutex_unlock(&memreg_lock);
+}
+
+/* Fills a registration and enters it in the table (memreg_lock held). 0 or -1. */
+static int reg_init(rma_memreg_t *reg, uintptr_t base, size_t len, int fd, int kind)
+{
     struct stat st;
 
-    if (reg == NULL)
-        return NULL;
     if (fstat(fd, &st) == 0)
         reg->ino = (uint64_t)st.st_ino;
     reg->base = base;
@@ -46,9 +108,16 @@ static rma_memreg_t *reg_new(uintptr_t base, size_t len, int fd, int kind)
     reg->seg_id = rma_seg_new_id();
     reg->refcnt = 1;
     reg->kind = kind;
-    if (rma_lwt_insert(&memreg_table, base, len, reg) != 0) {
+    return rma_lwt_insert(&memreg_table, base, len, reg);
+}
+
+static rma_memreg_t *reg_new(uintptr_t base, size_t len, int fd, int kind)
+{
+    rma_memreg_t *reg = calloc(1, sizeof(*reg));
+
+    if (reg != NULL && reg_init(reg, base, len, fd, kind) != 0) {
         free(reg);
-        return NULL;
+        reg = NULL;
     }
     return reg;
 }
@@ -156,7 +225,8 @@ static int vma_movable(const char *perms, uint64_t offset, uint64_t ino, const c
     (void)offset, (void)ino, (void)start, (void)arg;
     return strcmp(perms, "rw-p") == 0 &&
            !(strncmp(path, "/dev/", 5) == 0 && strcmp(path, "/dev/zero") != 0) &&
-           strcmp(path, "[vvar]") != 0 && strcmp(path, "[vsyscall]") != 0;
+           strcmp(path, "[vvar]") != 0 && strcmp(path, "[vsyscall]") != 0 &&
+           strcmp(path, "[stack]") != 0;
 }
 
 /* Still the registration's own segment, mapped at the offsets it was moved to. */
@@ -207,20 +277,126 @@ static void orphans_prune(uintptr_t lo, uintptr_t hi)
             reg_remove(pa.found[i]);
 }
 
-/* Moves [lo, hi) onto a new segment in place: copy out, map the segment over the same
- * addresses. Nothing this thread does between the copy and the map may touch those pages,
- * which is why the caller refuses ranges near its own stack. */
+rma_memreg_t *rma_memreg_expose(void *addr, size_t len)
+{
+    size_t page = rma_page_size();
+    uintptr_t lo = (uintptr_t)addr & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+    rma_memreg_t *reg;
+
+    if (len == 0)
+        return NULL;
+    pthread_mutex_lock(&memreg_lock);
+    table_ready();
+    /* an orphan of moved pages needs /proc/self/maps to tell whether it is still ours: that
+     * is for the agent (rma_memreg_move), never the creating call's path */
+    reg = rma_lwt_find(&memreg_table, lo, hi - lo, NULL, NULL);
+    if (reg != NULL && (reg->refcnt > 0 || reg->kind != RMA_MEMREG_REMAP))
+        reg->refcnt++;
+    else
+        reg = NULL;
+    pthread_mutex_unlock(&memreg_lock);
+    return reg;
+}
+
+/* ------------------------------------------------------------------ moving pages
+ *
+ * Pages are moved onto a segment under userfaultfd write protection, so that no write is
+ * lost: from the moment the range is write-protected until the segment is mapped over it,
+ * a store by any thread of this process (or a peer's cross-memory write) waits in the
+ * kernel; it is retried on the segment once the range is woken. Between protecting and
+ * waking, the mover calls nothing that allocates or takes a lock: a writer that waits may
+ * hold one (malloc's, for a heap page). */
+
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
+#endif
+
+static int uffd = -2; /* -2 not opened yet, -1 unavailable (memreg_lock) */
+
+static int uffd_open(void)
+{
+    struct uffdio_api api = {.api = UFFD_API};
+
+    if (uffd != -2)
+        return uffd;
+    uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    if (uffd < 0) {
+        uffd = -1;
+        return uffd;
+    }
+    api.features = 0;
+    if (ioctl(uffd, UFFDIO_API, &api) != 0 || !(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
+        close(uffd);
+        uffd = -1;
+    }
+    return uffd;
+}
+
+/* 1 when a mapping in [lo, hi) is (or may become) backed by transparent huge pages: moving
+ * it onto a segment would make the application's own accesses slower. */
+static int range_has_huge(uintptr_t lo, uintptr_t hi)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int in = 0, huge = 0;
+
+    if (f == NULL)
+        return 1;
+    while (!huge && fgets(line, sizeof(line), f)) {
+        unsigned long s0, e0, kb;
+        if (sscanf(line, "%lx-%lx ", &s0, &e0) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = s0 < hi && e0 > lo;
+            continue;
+        }
+        if (!in)
+            continue;
+        if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0)
+            huge = 1;
+        else if (strncmp(line, "VmFlags:", 8) == 0 && strstr(line, " hg") != NULL)
+            huge = 1;
+    }
+    fclose(f);
+    return huge;
+}
+
+/* Moves [lo, lo+len) onto a new segment in place. 0 and *fd_p, or -errno (nothing moved). */
 static int pages_move(uintptr_t lo, size_t len, int *fd_p)
 {
+    struct uffdio_register reg = {.range = {lo, len}, .mode = UFFDIO_REGISTER_MODE_WP};
+    struct uffdio_writeprotect wp = {.range = {lo, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+    struct uffdio_range wake = {lo, len};
+    size_t page = rma_page_size();
     void *tmp, *addr;
     int fd, rc;
 
+    if (uffd_open() < 0)
+        return -ENOSYS;
     rc = rma_seg_create(len, NULL, &tmp, &fd);
     if (rc != 0)
         return rc;
+    /* present pages are what write protection covers without UFFD_FEATURE_WP_UNPOPULATED */
+    for (uintptr_t p = lo; p < lo + len; p += page)
+        (void)*(volatile char *)p;
+    if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) {
+        rc = -errno;
+        goto err_seg;
+    }
+    if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
+        rc = -errno;
+        ioctl(uffd, UFFDIO_UNREGISTER, &wake);
+        goto err_seg;
+    }
+    /* writers wait from here on: copy, then put the segment in place */
     memcpy(tmp, (void *)lo, len);
     addr = mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
     rc = addr == MAP_FAILED ? -errno : 0;
+    if (rc != 0) {
+        wp.mode = 0; /* leave the pages as they were */
+        ioctl(uffd, UFFDIO_WRITEPROTECT, &wp);
+        ioctl(uffd, UFFDIO_UNREGISTER, &wake);
+    }
+    ioctl(uffd, UFFDIO_WAKE, &wake);
     munmap(tmp, len);
     if (rc != 0) {
         close(fd);
@@ -228,42 +404,51 @@ static int pages_move(uintptr_t lo, size_t len, int *fd_p)
     }
     *fd_p = fd;
     return 0;
+
+err_seg:
+    munmap(tmp, len);
+    close(fd);
+    return rc;
 }
 
-rma_memreg_t *rma_memreg_expose(void *addr, size_t len)
+rma_memreg_t *rma_memreg_move(void *addr, size_t len)
 {
     size_t page = rma_page_size();
     uintptr_t lo = (uintptr_t)addr & ~(page - 1);
     uintptr_t hi = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     rma_memreg_t *reg = NULL;
-    int fd;
+    int fd = -1;
 
-    if (len == 0)
+    if (len == 0 || !rma_env.create_remap)
         return NULL;
     pthread_mutex_lock(&memreg_lock);
     table_ready();
     reg = rma_lwt_find(&memreg_table, lo, hi - lo, NULL, NULL);
     if (reg != NULL &&
         (reg->refcnt > 0 || reg->kind != RMA_MEMREG_REMAP || reg_still_mapped(reg))) {
-        reg->refcnt++;
+        reg->refcnt++; /* shared already (an earlier window's pages, revived) */
         goto out;
     }
     reg = NULL;
-    if (!rma_env.create_remap)
-        goto out;
     if (rma_lwt_overlaps(&memreg_table, lo, hi - lo))
         orphans_prune(lo, hi);
-    if (rma_lwt_overlaps(&memreg_table, lo, hi - lo))
+    if (rma_lwt_overlaps(&memreg_table, lo, hi - lo) || !pages_movable(lo, hi) ||
+        range_has_huge(lo, hi))
         goto out;
-    /* our own stack frames below sp are written while the pages move */
-    if (lo < sp + page && hi + (1u << 20) > sp)
-        goto out;
-    if (!pages_movable(lo, hi) || pages_move(lo, hi - lo, &fd) != 0)
-        goto out;
-    reg = reg_new(lo, hi - lo, fd, RMA_MEMREG_REMAP);
+    /* everything that allocates happens before the pages are write-protected */
+    reg = calloc(1, sizeof(*reg));
     if (reg == NULL)
-        close(fd);
+        goto out;
+    if (pages_move(lo, hi - lo, &fd) != 0) {
+        free(reg);
+        reg = NULL;
+        goto out;
+    }
+    if (reg_init(reg, lo, hi - lo, fd, RMA_MEMREG_REMAP) != 0) {
+        close(fd); /* the pages stay shared memory, unregistered */
+        free(reg);
+        reg = NULL;
+    }
 out:
     pthread_mutex_unlock(&memreg_lock);
     return reg;

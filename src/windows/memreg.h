@@ -4,10 +4,11 @@
  *
  * Every registered range is a whole number of pages backed by one memfd segment, kept in
  * the labeled window table (address -> region) so "which segment holds this address" is
- * O(log n). Remapping keeps the contents and the virtual address: the process sees no
+ * O(log n). Moving keeps the contents and the virtual address: the process sees no
  * difference, and peers can then load/store the pages directly. Pages stay shared after the
- * last window on them is freed (they remain valid memory of the process); only the
- * registration ends.
+ * last window on them is freed (they remain valid memory of the process) and stay
+ * registered as orphans that the next window on them revives. A child of fork() gets
+ * private copies of every registered range.
  */
 #ifndef RMA_MEMREG_H
 #define RMA_MEMREG_H
@@ -34,12 +35,20 @@ void *rma_memreg_alloc(size_t size);
 /* MPI_Free_mem: 0, or -ENOENT when ptr is not a block from rma_memreg_alloc. */
 int rma_memreg_free(void *ptr);
 
-/* Makes [addr, addr+len) mappable by peers and takes a reference on the registered range
- * holding it: an existing one (Alloc_mem block, earlier window) or a new one made by moving
- * the enclosing pages onto a segment. NULL when that is not possible or not allowed
- * (RMA_CREATE_REMAP=0, pages shared with an existing range, memory that is not private
- * writable, the caller's stack): the caller then uses CMA. */
+/* The registered range holding [addr, addr+len), with a reference taken: an MPI_Alloc_mem
+ * block or pages a live window had moved. NULL when there is none: peers then reach the
+ * memory through CMA until rma_memreg_move makes it shared. Cheap (a table lookup): this
+ * is on the path of MPI_Win_create and MPI_Win_attach. */
 rma_memreg_t *rma_memreg_expose(void *addr, size_t len);
+
+/* Makes the pages holding [addr, addr+len) shared memory that peers can map, keeping their
+ * address and contents, and takes a reference on the registration: revives an earlier
+ * window's moved pages, or moves them onto a segment under userfaultfd write protection
+ * (no concurrent write is lost). NULL when that is not possible or not allowed
+ * (RMA_CREATE_REMAP=0, no userfaultfd, pages that are not private writable memory or are
+ * the main stack, transparent huge pages, part of another registration). Costs a copy of
+ * the pages: the progress agent calls it, never a creating call. */
+rma_memreg_t *rma_memreg_move(void *addr, size_t len);
 
 /* Drops a reference taken by rma_memreg_expose. */
 void rma_memreg_release(rma_memreg_t *reg);

@@ -103,17 +103,23 @@ static int pidfd_of(pid_t pid)
     return fd;
 }
 
+int rma_seg_getfd(int pid, int fd)
+{
+    int pidfd;
+
+    pthread_mutex_lock(&seg_lock);
+    pidfd = pidfd_of(pid);
+    pthread_mutex_unlock(&seg_lock);
+    if (pidfd < 0)
+        return -1;
+    return (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+}
+
 void *rma_seg_attach(const rma_seg_desc_t *desc)
 {
     void *addr = NULL;
-    int pidfd, fd;
+    int fd = rma_seg_getfd(desc->pid, desc->fd);
 
-    pthread_mutex_lock(&seg_lock);
-    pidfd = pidfd_of(desc->pid);
-    pthread_mutex_unlock(&seg_lock);
-    if (pidfd < 0)
-        return NULL;
-    fd = (int)syscall(SYS_pidfd_getfd, pidfd, desc->fd, 0);
     if (fd < 0)
         return NULL;
     addr = mmap(NULL, desc->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

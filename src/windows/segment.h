@@ -30,6 +30,9 @@ int rma_seg_create(size_t len, void *fixed, void **addr_p, int *fd_p);
 /* Maps a peer's segment read-write. Returns the address, or NULL (errno set). */
 void *rma_seg_attach(const rma_seg_desc_t *desc);
 
+/* A duplicate here of descriptor fd of process pid (pidfd_getfd), or -1 (errno set). */
+int rma_seg_getfd(int pid, int fd);
+
 /* Unmaps a mapping made by rma_seg_create or rma_seg_attach. */
 void rma_seg_detach(void *addr, size_t len);
 

@@ -74,13 +74,35 @@ rma_win_t *rma_win_new(void)
     return win;
 }
 
+void rma_win_retire(rma_win_t *win)
+{
+    rma_win_t **slot;
+
+    pthread_mutex_lock(&win_lock);
+    slot = &atomic_load_explicit(&rma_win_tab, memory_order_relaxed)
+                ->slot[(unsigned)win->handle & RMA_WIN_INDEX_MASK];
+    if (*slot == win) {
+        *slot = NULL;
+        win_live--;
+    }
+    pthread_mutex_unlock(&win_lock);
+}
+
+void rma_win_foreach(void (*fn)(rma_win_t *win))
+{
+    rma_win_tab_t *t;
+
+    pthread_mutex_lock(&win_lock);
+    t = atomic_load_explicit(&rma_win_tab, memory_order_relaxed);
+    for (unsigned i = 0; t != NULL && i < t->size; i++)
+        if (t->slot[i] != NULL)
+            fn(t->slot[i]);
+    pthread_mutex_unlock(&win_lock);
+}
+
 void rma_win_delete(rma_win_t *win)
 {
-    pthread_mutex_lock(&win_lock);
-    atomic_load_explicit(&rma_win_tab, memory_order_relaxed)
-        ->slot[(unsigned)win->handle & RMA_WIN_INDEX_MASK] = NULL;
-    win_live--;
-    pthread_mutex_unlock(&win_lock);
+    rma_win_retire(win);
     free(win->attrs);
     pthread_mutex_destroy(&win->mtx);
     free(win);

@@ -30,7 +30,7 @@
 /* ------------------------------------------------------------------ control segment */
 
 #define RMA_CTL_MAGIC   0x726d61636c74726cULL /* "rmacltrl" */
-#define RMA_CTL_VERSION 1
+#define RMA_CTL_VERSION 2
 #define RMA_ACC_NLOCKS  256 /* accumulate lock stripes per window (see doc/atomicity.md) */
 
 /* Lock word of one target: bit 63 = held exclusive, low bits = shared holders. */
@@ -51,9 +51,19 @@ typedef struct rma_ctl_rank {
     char pad2[RMA_CACHE_LINE - 32];
     _Atomic uint64_t bar_epoch; /* fence barrier: barriers this rank has entered */
     char pad3[RMA_CACHE_LINE - 8];
+    /* exposure (windows/expose.c): create windows publish their memory here once the
+     * agent moved it onto a segment; peers ask for a move through move_addr */
+    _Atomic uint64_t expose_seq; /* seqlock over the expose_* fields (odd while written) */
+    uint64_t expose_seg_id;
+    uint64_t expose_seg_base; /* owner's address of the segment's first byte */
+    uint64_t expose_seg_len;
+    int32_t expose_seg_fd;
+    _Atomic int32_t agent_fd;   /* the owner's agent eventfd (its descriptor), 0: none */
+    _Atomic uint64_t move_addr; /* a peer asks: move the memory holding this address */
+    char pad4[RMA_CACHE_LINE - 48];
 } rma_ctl_rank_t;
 
-_Static_assert(sizeof(rma_ctl_rank_t) == 4 * RMA_CACHE_LINE, "ctl rank is 4 cache lines");
+_Static_assert(sizeof(rma_ctl_rank_t) == 5 * RMA_CACHE_LINE, "ctl rank is 5 cache lines");
 
 /* One region attached to a dynamic window, as published to the peers. */
 typedef struct rma_dyn_region {
@@ -93,7 +103,6 @@ static inline _Atomic uint32_t *rma_ctl_post(rma_ctl_t *ctl, int origin, int tar
            target;
 }
 
-
 /* ------------------------------------------------------------------ window object */
 
 /* How accumulates reach the window's memory, decided when the window is created (all ranks
@@ -128,12 +137,15 @@ typedef struct rma_target {
     uint8_t lock_type;    /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
     uint8_t lock_nocheck; /* lock taken with MPI_MODE_NOCHECK: no lock word held */
     uint8_t lock_pending; /* a thread of ours is acquiring the lock word */
-    uintptr_t map_lo; /* target addresses [map_lo, map_lo + map_len) are mapped ... */
+    uintptr_t map_lo;     /* target addresses [map_lo, map_lo + map_len) are mapped ... */
     size_t map_len;
     char *map_local;      /* ... here, starting at map_local (NULL: nothing mapped) */
     int pid;              /* target process (CMA) */
     int local;            /* same node */
     int lock_holders;     /* threads of ours inside MPI_Win_lock epochs on this target */
+    uint64_t expose_seen; /* create windows: the target's expose_seq mapped here */
+    uint64_t cma_ns;      /* estimated time spent reaching the target through CMA */
+    uint64_t cma_budget;  /* ... at which to ask the target to move its memory */
     rma_peer_seg_t *segs; /* dynamic windows: cached mappings of the target's segments */
     int nsegs, segs_cap;
     const rma_dyn_region_t *dtab; /* dynamic windows: the target's region table mapped here */
@@ -187,7 +199,8 @@ typedef struct rma_win {
     void **dyn_regs; /* rma_memreg of each region, in table order */
     void **dyn_zero; /* bases attached with size 0 */
     int ndyn_zero;
-    pthread_mutex_t mtx; /* this process's epoch and cache state, for MPI_THREAD_MULTIPLE */
+    pthread_mutex_t mtx;      /* this process's epoch and cache state, for MPI_THREAD_MULTIPLE */
+    _Atomic int expose_ready; /* created: the agent may serve move requests (expose.c) */
 
     /* PSCW state */
     int *start_ranks; /* window ranks of the open access group */
@@ -199,6 +212,7 @@ typedef struct rma_win {
     int lock_all_nocheck; /* MPI_Win_lock_all with MPI_MODE_NOCHECK: no lock words held */
     int lock_all_holders; /* threads of ours inside MPI_Win_lock_all epochs */
     int lock_all_pending; /* a thread of ours is acquiring lock_all's lock words */
+    int locks_pending;    /* threads of ours acquiring MPI_Win_lock lock words */
 
     /* attributes, name, error handler, info */
     MPI_Errhandler errhandler;
@@ -275,8 +289,33 @@ typedef struct rma_dyn_hit {
  * (adjacent regions may together), in address order, into hits[0..*n_p) (at most max; the
  * call fails with MPI_ERR_RMA_RANGE when more are needed or a byte is not attached).
  * MPI_SUCCESS, MPI_ERR_RMA_RANGE, or MPI_ERR_OTHER when an atomic region cannot be mapped. */
-int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len,
-                        rma_dyn_hit_t *hits, int max, int *n_p);
+int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, rma_dyn_hit_t *hits,
+                        int max, int *n_p);
+
+/* Calls fn on every live window, holding the table's lock (the progress agent). */
+void rma_win_foreach(void (*fn)(rma_win_t *win));
+
+/* Takes the window out of the handle table (first step of freeing it): rma_win_foreach
+ * no longer finds it once this returns. */
+void rma_win_retire(rma_win_t *win);
+
+/* ------------------------------------------------------------------ exposure (expose.c) */
+
+/* Owner, at creation or attach of memory that peers reach through CMA: starts the progress
+ * agent and tells peers where to ask for the memory to be moved. */
+void rma_expose_offer(rma_win_t *win);
+
+/* Origin: `bytes` at target address taddr of a region of region_len bytes went through
+ * CMA; asks the owner to move the region once that traffic has cost about as much as
+ * moving it would. */
+void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, size_t region_len);
+
+/* Origin, create windows: maps the target's memory here if its owner has published it
+ * since we last looked. */
+void rma_expose_refresh(rma_win_t *win, int trank);
+
+/* Owner's agent: serves a peer's request to move this rank's memory of the window. */
+void rma_expose_serve(rma_win_t *win);
 
 /* Parses info keys into win->info (defaults first). */
 void rma_win_info_parse(rma_win_t *win, MPI_Info info);

@@ -128,8 +128,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
         goto out;
     }
     if (base == NULL || hi < lo) {
-        rc = rma_err(win, func, MPI_ERR_BASE, "[%p, +%ld) is not a valid region", base,
-                     (long)size);
+        rc = rma_err(win, func, MPI_ERR_BASE, "[%p, +%ld) is not a valid region", base, (long)size);
         goto out;
     }
     me = rma_ctl_rank(win->ctl, win->rank);
@@ -138,9 +137,9 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     for (pos = 0; pos < n && tab[pos].base < lo; pos++)
         ;
     if ((pos < n && tab[pos].base < hi) || (pos > 0 && tab[pos - 1].base + tab[pos - 1].len > lo)) {
-        rc = rma_err(win, func, MPI_ERR_RMA_ATTACH,
-                     "[%p, +%ld) overlaps memory already attached to this window", base,
-                     (long)size);
+        rc =
+            rma_err(win, func, MPI_ERR_RMA_ATTACH,
+                    "[%p, +%ld) overlaps memory already attached to this window", base, (long)size);
         goto out;
     }
     if (win->nranks > 1 && rma_seg_sharing_works())
@@ -174,6 +173,8 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     win->dyn_regs[pos] = reg;
     atomic_store_explicit(&me->dyn_count, n + 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
+    if (reg == NULL && win->nranks > 1)
+        rma_expose_offer(win); /* peers reach it through CMA until the agent moves it */
 out:
     pthread_mutex_unlock(&win->mtx);
     return rc;
@@ -245,8 +246,8 @@ static const rma_dyn_region_t *tab_of(rma_win_t *win, int target, uint64_t id, i
 /* Copies the target's regions covering [addr, addr+len) out of its table under the
  * sequence lock (win->mtx held): the count of regions needed (0 when some byte is not
  * attached), at most max of them copied to out. */
-static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len,
-                      rma_dyn_region_t *out, int max)
+static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rma_dyn_region_t *out,
+                      int max)
 {
     rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, target);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
@@ -325,8 +326,8 @@ static char *dyn_segment(rma_win_t *win, int target, const rma_dyn_region_t *r)
     return local;
 }
 
-int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len,
-                        rma_dyn_hit_t *hits, int max, int *n_p)
+int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, rma_dyn_hit_t *hits,
+                        int max, int *n_p)
 {
     rma_dyn_region_t stack[8], *r = max <= 8 ? stack : malloc((size_t)max * sizeof(*r));
     int n, rc = MPI_SUCCESS;

@@ -177,6 +177,7 @@ static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char
 /* Undoes win_begin/win_map_ctl and whatever targets were mapped; frees the object. */
 static void win_destroy(rma_win_t *win)
 {
+    rma_win_retire(win); /* the agent no longer finds it */
     if (win->targets != NULL) {
         for (int t = 0; t < win->nranks; t++) {
             rma_target_t *tg = &win->targets[t];
@@ -277,6 +278,8 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
                                     : "through cross-memory attach");
     }
     free(all);
+    if (win->expose == NULL && size > 0)
+        rma_expose_offer(win); /* peers reach us through CMA until the agent moves it */
     *win_p = win;
     return MPI_SUCCESS;
 }

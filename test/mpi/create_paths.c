@@ -1,8 +1,9 @@
 /*
  * create_paths - MPI_Win_create on every kind of memory: page-aligned heap, a large heap
  * block, MPI_Alloc_mem memory, a small unaligned stack buffer and a small heap buffer in the
- * middle of a page. For each: the path RMAX_Win_path reports (direct load/store, or CMA when
- * RMA_CREATE_REMAP=0 / the memory cannot be mapped), Put/Get values, the bytes around the
+ * middle of a page. For each: the path RMAX_Win_path reports (CMA at creation unless the
+ * memory is shared already, direct load/store once traffic made the owner move it, CMA for
+ * good with RMA_CREATE_REMAP=0 / memory that cannot be moved), Put/Get values, the bytes around the
  * window in the same pages untouched by peers' puts, and the buffer still usable with its
  * contents after MPI_Win_free. A second window on the same memory must work the same way.
  */
@@ -26,13 +27,14 @@ static unsigned char pat(int r, int k, int round, size_t i)
 
 static const char *path_name(int p)
 {
-    return p == RMAX_PATH_DIRECT ? "direct" : p == RMAX_PATH_CMA ? "cma" : p == RMAX_PATH_NETMOD
-                                                                       ? "netmod" : "?";
+    return p == RMAX_PATH_DIRECT   ? "direct"
+           : p == RMAX_PATH_CMA    ? "cma"
+           : p == RMAX_PATH_NETMOD ? "netmod"
+                                   : "?";
 }
 
 /* `outer` holds the window `w` of `len` bytes at offset `off`, with guard bytes around. */
-static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t off,
-                size_t len)
+static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t off, size_t len)
 {
     unsigned char *w = outer + off, *src = malloc(len), *got = malloc(len);
     MPI_Win win;
@@ -46,16 +48,37 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
     }
     MPI_OK(MPI_Win_create(w, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     if (nprocs > 1) {
+        /* creation touches no page: only memory that is shared already is mapped at once */
         MPI_OK(RMAX_Win_path(win, right, 0, (MPI_Aint)len, &path));
-        if (k == M_ALLOCMEM || (remap && (k == M_PAGE || k == M_LARGE)))
-            CHECK(path == RMAX_PATH_DIRECT, "%s round %d: path %s, want direct", kname[k],
-                  round, path_name(path));
-        else if (!remap)
-            CHECK(path == RMAX_PATH_CMA, "%s round %d (no remap): path %s, want cma",
-                  kname[k], round, path_name(path));
+        if (k == M_ALLOCMEM)
+            CHECK(path == RMAX_PATH_DIRECT, "%s round %d: path %s, want direct", kname[k], round,
+                  path_name(path));
         else
-            CHECK(path == RMAX_PATH_DIRECT || path == RMAX_PATH_CMA, "%s: path %d", kname[k],
-                  path);
+            CHECK(path == RMAX_PATH_CMA, "%s round %d: path %s at creation, want cma", kname[k],
+                  round, path_name(path));
+        /* traffic through CMA makes the owner's agent move whole-page memory; then the
+         * path is direct (never for RMA_CREATE_REMAP=0, the stack, or a partial page) */
+        if (path == RMAX_PATH_CMA && k != M_STACK && k != M_INPAGE) {
+            double t0 = MPI_Wtime();
+            unsigned char b = 0;
+            MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+            for (int i = 0; path == RMAX_PATH_CMA && MPI_Wtime() - t0 < 10; i++) {
+                MPI_OK(MPI_Get(&b, 1, MPI_BYTE, right, (MPI_Aint)(i % len), 1, MPI_BYTE, win));
+                MPI_OK(MPI_Win_flush(right, win));
+                if (i % 64 == 63)
+                    MPI_OK(RMAX_Win_path(win, right, 0, (MPI_Aint)len, &path));
+                if (!remap && i >= 4096)
+                    break;
+            }
+            MPI_OK(MPI_Win_unlock(right, win));
+            if (remap)
+                CHECK(path == RMAX_PATH_DIRECT, "%s round %d: path %s after traffic, want direct",
+                      kname[k], round, path_name(path));
+            else
+                CHECK(path == RMAX_PATH_CMA, "%s round %d (no remap): path %s, want cma", kname[k],
+                      round, path_name(path));
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
     }
     {
         int self = -1;
@@ -65,8 +88,7 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
     /* the owner still sees and changes its buffer while the window exists */
     for (size_t i = 0; i < len; i++)
         bad += w[i] != pat(rank, k, round, i);
-    CHECK(bad == 0, "%s round %d: %d own bytes changed by MPI_Win_create", kname[k], round,
-          bad);
+    CHECK(bad == 0, "%s round %d: %d own bytes changed by MPI_Win_create", kname[k], round, bad);
     MPI_Barrier(MPI_COMM_WORLD);
     /* get right's original contents, then overwrite them */
     MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
@@ -82,8 +104,8 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
     bad = 0;
     for (size_t i = 0; i < len; i++)
         bad += w[i] != pat(left + 100, k, round, i);
-    CHECK(bad == 0, "%s round %d: %d bytes of the window wrong after the peer's put",
-          kname[k], round, bad);
+    CHECK(bad == 0, "%s round %d: %d bytes of the window wrong after the peer's put", kname[k],
+          round, bad);
     bad = 0;
     for (size_t i = 0; i < outer_len; i++)
         if ((i < off || i >= off + len) && outer[i] != (unsigned char)(0xA5 ^ i))
@@ -103,8 +125,8 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
     bad = 0;
     for (size_t i = 0; i + 1 < len; i++)
         bad += w[i] != pat(left + 100, k, round, i);
-    CHECK(bad == 0 && w[len - 1] == 0x5a, "%s round %d: %d bytes lost at Win_free", kname[k],
-          round, bad);
+    CHECK(bad == 0 && w[len - 1] == 0x5a, "%s round %d: %d bytes lost at Win_free", kname[k], round,
+          bad);
     for (size_t i = 0; i < outer_len; i++)
         outer[i] = (unsigned char)i;
     bad = 0;
@@ -112,8 +134,8 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
         bad += outer[i] != (unsigned char)i;
     CHECK(bad == 0, "%s: buffer not writable after Win_free", kname[k]);
     if (rank == 0)
-        printf("%-12s round %d: %zu bytes at offset %zu, path to peer %s: ok\n", kname[k],
-               round, len, off, path_name(path));
+        printf("%-12s round %d: %zu bytes at offset %zu, path to peer %s: ok\n", kname[k], round,
+               len, off, path_name(path));
     free(src);
     free(got);
 }
@@ -140,9 +162,7 @@ static void run_kind(int k, unsigned char *stackbuf)
                 MPI_OK(MPI_Alloc_mem(3 * page + 100, MPI_INFO_NULL, &mem));
             one(k, round, mem, 3 * page + 100, 0, 3 * page + 100);
             break;
-        case M_STACK:
-            one(k, round, stackbuf, 64, 3, 37);
-            break;
+        case M_STACK: one(k, round, stackbuf, 64, 3, 37); break;
         case M_INPAGE:
             if (round == 0 && posix_memalign((void **)&mem, page, 2 * page) != 0)
                 mem = NULL;

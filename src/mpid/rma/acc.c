@@ -136,7 +136,8 @@ static int ops_broken(MPI_Datatype type, int cls, int op)
  * of 0 runs its op/type check and computes nothing), less the broken ones above. */
 static uint16_t ops_probe_type(MPI_Datatype type, int cls)
 {
-    uint16_t ops = rma_acc_class_ops[cls] & (uint16_t)((1u << RMA_OP_REPLACE) | (1u << RMA_OP_NO_OP));
+    uint16_t ops =
+        rma_acc_class_ops[cls] & (uint16_t)((1u << RMA_OP_REPLACE) | (1u << RMA_OP_NO_OP));
     char a[64], b[64];
 
     if (cls == RMA_AC_INVALID)
@@ -294,8 +295,8 @@ typedef struct acc_op {
     int akind;       /* RMA_AK_* of the basic type */
     size_t esize;    /* bytes of one basic element (data bytes) */
     int relaxed;
-    int held;     /* the stripes of the whole target buffer are held (stripe_hold) */
-    int err;      /* -errno of a failed transport call */
+    int held;      /* the stripes of the whole target buffer are held (stripe_hold) */
+    int err;       /* -errno of a failed transport call */
     char *scratch; /* read-modify-write of atomic kinds: 2 x scratch_len bytes */
     size_t scratch_len;
     /* packed read-modify-write: transfers between the target and a packed buffer */
@@ -356,8 +357,7 @@ static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
         return 0;
     if (a->kind != RMA_CAS && a->op != RMA_OP_REPLACE) {
         memcpy(upd, src, n);
-        if (PMPI_Reduce_local(old, upd, (int)(n / a->esize), a->basic, a->op_handle) !=
-            MPI_SUCCESS)
+        if (PMPI_Reduce_local(old, upd, (int)(n / a->esize), a->basic, a->op_handle) != MPI_SUCCESS)
             return 1;
         src = upd;
     }
@@ -641,11 +641,16 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     if ((opi != RMA_OP_NO_OP && rma_buf_missing(origin, ocount, otype)) ||
         (fetch && rma_buf_missing(result, rcount, rtype)) || (kind == RMA_CAS && compare == NULL))
         return rma_err(win, func, MPI_ERR_BUFFER, "the %s buffer is NULL",
-                       kind == RMA_CAS && compare == NULL            ? "compare"
+                       kind == RMA_CAS && compare == NULL                ? "compare"
                        : fetch && rma_buf_missing(result, rcount, rtype) ? "result"
                                                                          : "origin");
 
     rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
+    if (rc == MPI_SUCCESS && a->span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE) {
+        rma_expose_refresh(win, trank); /* its owner may have moved it since */
+        if (win->targets[trank].map_local != NULL)
+            rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
+    }
     if (rc == MPI_SUCCESS && opi != RMA_OP_NO_OP && obytes != tbytes)
         rc = rma_err(win, func, MPI_ERR_TYPE,
                      "the origin buffer holds %ld bytes but the target buffer %ld: the type "
@@ -712,14 +717,16 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         rc = rma_dtl_walk_pairs(a->td, tcount, a->bd, a->nelem, acc_piece, a);
     if (a->held)
         stripe_unlock_set(win, &set);
+    if (a->span.local == NULL && a->span.nmaps <= 1 &&
+        rma_tspan_map(&a->span, a->span.taddr, 1) == NULL)
+        rma_expose_note(win, trank, a->span.taddr, bytes,
+                        rma_tspan_region(&a->span, a->span.taddr));
     if (rc == 0 && rpk != NULL)
         rma_dtl_copy(result, a->rd, rcount, rpk, a->bd, a->nelem);
     if (rc == 1)
-        rc = rma_err(win, func, MPI_ERR_OTHER, "MPI_Reduce_local failed for op %s",
-                     op_names[opi]);
+        rc = rma_err(win, func, MPI_ERR_OTHER, "MPI_Reduce_local failed for op %s", op_names[opi]);
     else if (rc == -12 || (rc == -1 && a->err == 0))
-        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for a %zu-byte accumulate",
-                     bytes);
+        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for a %zu-byte accumulate", bytes);
     else if (rc != 0)
         rc = rma_err(win, func, MPI_ERR_OTHER, "cross-memory access to rank %d (pid %d) failed: %s",
                      trank, a->span.pid, strerror(-rc));
@@ -730,4 +737,3 @@ out:
     free(rpk);
     return rc;
 }
-

@@ -52,8 +52,9 @@ void rma_env_print(FILE *out)
             "peers (0)\n",
             rma_env.netmod_only);
     fprintf(out,
-            "RMA_CREATE_REMAP=%d     map MPI_Win_create / attached memory shared so "
-            "peers load/store it (1) or use CMA (0)\n",
+            "RMA_CREATE_REMAP=%d     MPI_Win_create / attached memory that peers reach "
+            "through CMA: the owner's agent moves it onto shared memory once their traffic "
+            "pays for the copy (1), or never (0)\n",
             rma_env.create_remap);
     fprintf(out,
             "RMA_VERBOSE=%d          1: print errors that MPI_ERRORS_RETURN returns; 2: "

@@ -9,11 +9,11 @@
 #include <stdio.h>
 
 typedef struct rma_env {
-    int netmod_only;     /* RMA_NETMOD_ONLY: treat every peer as off-node */
-    int create_remap;    /* RMA_CREATE_REMAP: map MPI_Win_create/attach memory shared */
-    int verbose;         /* RMA_VERBOSE: print errors returned through MPI_ERRORS_RETURN */
-    int spin_count;      /* RMA_SPIN_COUNT: busy polls before a waiter starts yielding */
-    size_t cma_batch;    /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
+    int netmod_only;  /* RMA_NETMOD_ONLY: treat every peer as off-node */
+    int create_remap; /* RMA_CREATE_REMAP: move create/attach memory shared when it pays */
+    int verbose;      /* RMA_VERBOSE: print errors returned through MPI_ERRORS_RETURN */
+    int spin_count;   /* RMA_SPIN_COUNT: busy polls before a waiter starts yielding */
+    size_t cma_batch; /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
 } rma_env_t;
 
 extern rma_env_t rma_env;

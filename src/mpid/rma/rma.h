@@ -42,6 +42,7 @@ typedef struct rma_tspan {
     uintptr_t taddr;
     int pid;
     int nmaps;
+    size_t region;       /* create windows: the target window's size */
     rma_dyn_hit_t *maps; /* map_buf, or allocated when more regions are needed */
     rma_dyn_hit_t map_buf[4];
 } rma_tspan_t;
@@ -68,6 +69,16 @@ static inline size_t rma_tspan_run(const rma_tspan_t *sp, uintptr_t ta, size_t l
             next = sp->maps[i].lo;
     }
     return next - ta < len ? next - ta : len;
+}
+
+/* Bytes of the window or attached region holding target address ta (what moving it onto
+ * a shared segment would copy); for a create window its whole size. */
+static inline size_t rma_tspan_region(const rma_tspan_t *sp, uintptr_t ta)
+{
+    for (int i = 0; i < sp->nmaps; i++)
+        if (ta >= sp->maps[i].lo && ta < sp->maps[i].hi)
+            return sp->maps[i].hi - sp->maps[i].lo;
+    return sp->region;
 }
 
 /* Frees what rma_target_resolve allocated for a span. */

@@ -22,6 +22,9 @@ typedef struct xfer {
     const rma_tspan_t *span;
     int niov, max_iov;
     int err;                             /* -errno of a failed transport call */
+    int ncma;                            /* pieces that went through the transport ... */
+    uintptr_t cma_addr;                  /* ... the first one's target address ... */
+    size_t cma_region;                   /* ... and the size of the region holding it */
     struct iovec liov[1024], riov[1024]; /* not zeroed: filled up to niov */
 } xfer_t;
 
@@ -58,6 +61,10 @@ static int xfer_piece(void *arg, MPI_Aint toff, MPI_Aint ooff, size_t len)
             else
                 memcpy(o, t, n);
         } else {
+            if (x->ncma++ == 0) {
+                x->cma_addr = ta;
+                x->cma_region = rma_tspan_region(x->span, ta);
+            }
             x->liov[x->niov] = (struct iovec){o, n};
             x->riov[x->niov] = (struct iovec){(void *)ta, n};
             if (++x->niov == x->max_iov && xfer_flush(x) != 0)
@@ -76,8 +83,8 @@ static const char *kind_name(int kind)
 }
 
 /* Dynamic windows: the regions of the target that cover [lo, hi). */
-static int resolve_dynamic(rma_win_t *win, int trank, uintptr_t lo, uintptr_t hi,
-                           rma_tspan_t *out, const char *func)
+static int resolve_dynamic(rma_win_t *win, int trank, uintptr_t lo, uintptr_t hi, rma_tspan_t *out,
+                           const char *func)
 {
     int n, rc = rma_win_dyn_resolve(win, trank, lo, hi - lo, out->map_buf, 4, &n);
 
@@ -114,8 +121,8 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
     memset(out, 0, offsetof(rma_tspan_t, map_buf));
     out->maps = out->map_buf;
     if ((unsigned)trank >= (unsigned)win->nranks)
-        return rma_err(win, func, MPI_ERR_RANK,
-                       "target rank %d is not in the window's group of %d", trank, win->nranks);
+        return rma_err(win, func, MPI_ERR_RANK, "target rank %d is not in the window's group of %d",
+                       trank, win->nranks);
     tg = &win->targets[trank];
     if (!(win->all_access | tg->access))
         return rma_err(win, func, MPI_ERR_RMA_SYNC,
@@ -143,6 +150,7 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
                        "lies outside the %ld-byte window of rank %d",
                        (long)tdisp, tg->disp_unit, (long)lo, (long)hi, (long)tg->size, trank);
     out->taddr = tg->remote_base + (uintptr_t)off;
+    out->region = (size_t)tg->size;
     if (tg->map_local != NULL) {
         out->nmaps = 1;
         out->maps[0] = (rma_dyn_hit_t){tg->map_lo, tg->map_lo + tg->map_len, tg->map_local,
@@ -179,11 +187,17 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
     rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
+    if (rc == MPI_SUCCESS && span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE) {
+        /* the target's owner may have moved its memory since: map it, and resolve again */
+        rma_expose_refresh(win, trank);
+        if (win->targets[trank].map_local != NULL)
+            rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
+    }
     if (rc == MPI_SUCCESS && obytes != tbytes)
         rc = rma_err(win, func, MPI_ERR_TYPE,
-                       "the %s buffer holds %ld bytes but the target "
-                       "buffer %ld: the type signatures differ",
-                       kind_name(kind), (long)obytes, (long)tbytes);
+                     "the %s buffer holds %ld bytes but the target "
+                     "buffer %ld: the type signatures differ",
+                     kind_name(kind), (long)obytes, (long)tbytes);
     if (rc != MPI_SUCCESS || tbytes == 0) {
         rma_tspan_done(&span);
         if (rc == MPI_SUCCESS)
@@ -209,6 +223,8 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     rc = rma_dtl_walk_pairs(td, tcount, od, ocount, xfer_piece, &x);
     if (rc == 0)
         xfer_flush(&x);
+    if (x.ncma > 0)
+        rma_expose_note(win, trank, x.cma_addr, (size_t)tbytes, x.cma_region);
     rma_tspan_done(&span);
     if (rc == -1 && x.err == 0)
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");

@@ -1,0 +1,293 @@
+/*
+ * threads - one window used by several threads of each process at once (MPI_THREAD_MULTIPLE).
+ * 4 threads per rank loop THREADS_ITERS (500) times: MPI_Win_lock (exclusive and shared in
+ * turn) of a target, MPI_Put to the thread's private slot there, MPI_Get it back and check,
+ * MPI_Accumulate(MPI_SUM +1, MPI_LONG) on the target's shared counter, MPI_Win_flush,
+ * MPI_Fetch_and_op(+1) on its second counter, MPI_Win_unlock; every 10th iteration instead
+ * MPI_Win_lock_all, an accumulate to every rank, MPI_Win_flush_all, MPI_Win_unlock_all.
+ * Threads of one process lock the same target at the same time: they must wait for each
+ * other, never fail or hang (librma's promise; MPI-4 §12.5 wants the access epochs of one
+ * process on one window disjoint, and MPICH 4.0 aborts on an internal assertion). At the end
+ * both counters of every rank are exact, and the fetch_and_op results at each target are a
+ * permutation. One thread locking the same target twice (or unlocking it twice) stays
+ * MPI_ERR_RMA_SYNC.
+ * Skipped (exit 0) when the library does not provide MPI_THREAD_MULTIPLE.
+ * THREADS_SERIALIZE=1 makes the program itself keep its threads' epochs apart (one at a time
+ * in each process), to check everything else on MPICH.
+ */
+#include "rmatest.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#define NT     4
+#define O_ACC  0  /* long: accumulate counter */
+#define O_FOP  8  /* long: fetch_and_op counter */
+#define O_SLOT 64 /* long[8] per (origin rank, thread) */
+#define SLOTL  8
+
+static int ITERS = 500; /* env THREADS_ITERS */
+static int rank, nprocs;
+static MPI_Win win;
+static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
+static long *acc_to, *fop_to; /* [NT * nprocs]: per thread, per target */
+static int *seen;             /* [nprocs * maxfop]: fetch_and_op results at each target */
+static int maxfop;
+static pthread_barrier_t start;
+static int *inepoch, *excl; /* [nprocs]: this process's threads inside an epoch on a target */
+static int *wanting;        /* [nprocs]: threads of this process inside MPI_Win_lock */
+static long contended;      /* MPI_Win_lock calls made while another thread wanted or held it */
+static long overlap;        /* an exclusive epoch overlapped another epoch of this process */
+static int serialize;       /* env THREADS_SERIALIZE */
+static pthread_mutex_t epoch_mu = PTHREAD_MUTEX_INITIALIZER; /* THREADS_SERIALIZE */
+
+/* CHECK and MPI_OK from threads: rmatest.h's counters are not thread-safe. */
+#define TCHECK(cond, ...)                                                                          \
+    do {                                                                                           \
+        int tc_ok_ = (cond);                                                                       \
+        pthread_mutex_lock(&check_mu);                                                             \
+        CHECK(tc_ok_, __VA_ARGS__);                                                                \
+        pthread_mutex_unlock(&check_mu);                                                           \
+    } while (0)
+/* An MPI call in a thread: counted in the thread's nok or nfail, the first failures shown. */
+#define TOK(call)                                                                                  \
+    do {                                                                                           \
+        int tk_rc_ = (call);                                                                       \
+        if (tk_rc_ == MPI_SUCCESS)                                                                 \
+            nok++;                                                                                 \
+        else if (nfail++ < 3)                                                                      \
+            TCHECK(0, "thread %d iteration %d: %s: %s", t, i, #call, errtext(tk_rc_, ebuf));       \
+    } while (0)
+
+/* "class N: the error string" of an MPI error code, in buf. */
+static const char *errtext(int rc, char *buf)
+{
+    int cls = -1, len = 0;
+    char str[MPI_MAX_ERROR_STRING];
+
+    MPI_Error_class(rc, &cls);
+    str[0] = 0;
+    MPI_Error_string(rc, str, &len);
+    snprintf(buf, MPI_MAX_ERROR_STRING + 32, "class %d: %s", cls, str);
+    return buf;
+}
+
+static MPI_Aint slot(int origin, int t)
+{
+    return O_SLOT + (MPI_Aint)(origin * NT + t) * SLOTL * sizeof(long);
+}
+
+static void *worker(void *arg)
+{
+    int t = (int)(long)arg, i = -1, bad = 0, firstbad = -1, nfail = 0, lockfail = 0, rc;
+    long nok = 0;
+    char ebuf[MPI_MAX_ERROR_STRING + 32];
+    long one = 1, vals[SLOTL], got[SLOTL];
+
+    pthread_barrier_wait(&start);
+    for (i = 0; i < ITERS; i++) {
+        if (i % 10 == 9) {
+            if (serialize)
+                pthread_mutex_lock(&epoch_mu);
+            rc = MPI_Win_lock_all(0, win);
+            nok += rc == MPI_SUCCESS;
+            if (rc != MPI_SUCCESS) {
+                if (lockfail++ < 3)
+                    TCHECK(0, "thread %d iteration %d: MPI_Win_lock_all: %s", t, i,
+                           errtext(rc, ebuf));
+                if (serialize)
+                    pthread_mutex_unlock(&epoch_mu);
+                continue;
+            }
+            for (int r = 0; r < nprocs; r++) {
+                /* a shared lock on every rank: no exclusive epoch of this process meanwhile */
+                __atomic_fetch_add(&inepoch[r], 1, __ATOMIC_SEQ_CST);
+                if (__atomic_load_n(&excl[r], __ATOMIC_SEQ_CST))
+                    __atomic_fetch_add(&overlap, 1, __ATOMIC_RELAXED);
+                TOK(MPI_Accumulate(&one, 1, MPI_LONG, r, O_ACC, 1, MPI_LONG, MPI_SUM, win));
+                acc_to[t * nprocs + r]++;
+            }
+            TOK(MPI_Win_flush_all(win));
+            for (int r = 0; r < nprocs; r++)
+                __atomic_fetch_sub(&inepoch[r], 1, __ATOMIC_SEQ_CST);
+            TOK(MPI_Win_unlock_all(win));
+            if (serialize)
+                pthread_mutex_unlock(&epoch_mu);
+            continue;
+        }
+        int target = (rank + t + i) % nprocs;
+        int lt = (i + t) % 2 ? MPI_LOCK_SHARED : MPI_LOCK_EXCLUSIVE;
+        long fr = -1;
+        if (__atomic_fetch_add(&wanting[target], 1, __ATOMIC_SEQ_CST) > 0 ||
+            __atomic_load_n(&inepoch[target], __ATOMIC_SEQ_CST) > 0)
+            __atomic_fetch_add(&contended, 1, __ATOMIC_RELAXED);
+        if (serialize)
+            pthread_mutex_lock(&epoch_mu);
+        rc = MPI_Win_lock(lt, target, 0, win);
+        __atomic_fetch_sub(&wanting[target], 1, __ATOMIC_SEQ_CST);
+        nok += rc == MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) {
+            if (lockfail++ < 3)
+                TCHECK(0, "thread %d iteration %d: MPI_Win_lock(%s, %d): %s", t, i,
+                       lt == MPI_LOCK_EXCLUSIVE ? "exclusive" : "shared", target,
+                       errtext(rc, ebuf));
+            if (serialize)
+                pthread_mutex_unlock(&epoch_mu);
+            continue;
+        }
+        /* an exclusive epoch shares the target with no other epoch of this process either */
+        if (__atomic_fetch_add(&inepoch[target], 1, __ATOMIC_SEQ_CST) > 0 &&
+            lt == MPI_LOCK_EXCLUSIVE)
+            __atomic_fetch_add(&overlap, 1, __ATOMIC_RELAXED);
+        if (lt == MPI_LOCK_EXCLUSIVE)
+            __atomic_store_n(&excl[target], 1, __ATOMIC_SEQ_CST);
+        else if (__atomic_load_n(&excl[target], __ATOMIC_SEQ_CST))
+            __atomic_fetch_add(&overlap, 1, __ATOMIC_RELAXED);
+        for (int j = 0; j < SLOTL; j++)
+            vals[j] = ((long)rank << 40) + ((long)t << 32) + (long)i * SLOTL + j;
+        TOK(MPI_Put(vals, SLOTL, MPI_LONG, target, slot(rank, t), SLOTL, MPI_LONG, win));
+        if (i % 4 == 0)
+            sched_yield(); /* let another thread of this process try this target meanwhile */
+        TOK(MPI_Win_flush(target, win));
+        memset(got, 0, sizeof(got));
+        TOK(MPI_Get(got, SLOTL, MPI_LONG, target, slot(rank, t), SLOTL, MPI_LONG, win));
+        TOK(MPI_Win_flush(target, win));
+        if (memcmp(got, vals, sizeof(vals)) != 0 && bad++ == 0)
+            firstbad = i;
+        TOK(MPI_Accumulate(&one, 1, MPI_LONG, target, O_ACC, 1, MPI_LONG, MPI_SUM, win));
+        TOK(MPI_Win_flush(target, win));
+        TOK(MPI_Fetch_and_op(&one, &fr, MPI_LONG, target, O_FOP, MPI_SUM, win));
+        if (lt == MPI_LOCK_EXCLUSIVE)
+            __atomic_store_n(&excl[target], 0, __ATOMIC_SEQ_CST);
+        __atomic_fetch_sub(&inepoch[target], 1, __ATOMIC_SEQ_CST);
+        TOK(MPI_Win_unlock(target, win));
+        if (serialize)
+            pthread_mutex_unlock(&epoch_mu);
+        acc_to[t * nprocs + target]++;
+        fop_to[t * nprocs + target]++;
+        if (fr >= 0 && fr < maxfop)
+            __atomic_fetch_add(&seen[target * maxfop + fr], 1, __ATOMIC_RELAXED);
+        else
+            TCHECK(0, "thread %d iteration %d: fetch_and_op at %d fetched %ld", t, i, target, fr);
+    }
+    TCHECK(bad == 0, "thread %d: %d gets after put differ (first at iteration %d)", t, bad,
+           firstbad);
+    TCHECK(lockfail == 0, "thread %d: %d of %d MPI_Win_lock/MPI_Win_lock_all calls failed", t,
+           lockfail, ITERS);
+    TCHECK(nfail == 0, "thread %d: %d other MPI calls failed", t, nfail);
+    pthread_mutex_lock(&check_mu);
+    rt_checks += nok; /* the calls that succeeded, as MPI_OK counts them */
+    pthread_mutex_unlock(&check_mu);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    long *mem;
+    pthread_t th[NT];
+    MPI_Aint winsize;
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rt_rank);
+    rank = rt_rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    if (provided < MPI_THREAD_MULTIPLE) {
+        if (rank == 0)
+            printf("threads: MPI_THREAD_MULTIPLE not provided (%d), skipped\n", provided);
+        MPI_Finalize();
+        return 0;
+    }
+    if (getenv("THREADS_ITERS"))
+        ITERS = atoi(getenv("THREADS_ITERS"));
+    if (getenv("THREADS_SERIALIZE"))
+        serialize = atoi(getenv("THREADS_SERIALIZE"));
+    maxfop = nprocs * NT * ITERS;
+    inepoch = calloc(nprocs, sizeof(int));
+    excl = calloc(nprocs, sizeof(int));
+    wanting = calloc(nprocs, sizeof(int));
+    pthread_barrier_init(&start, NULL, NT);
+    acc_to = calloc((size_t)NT * nprocs, sizeof(long));
+    fop_to = calloc((size_t)NT * nprocs, sizeof(long));
+    seen = calloc((size_t)nprocs * maxfop, sizeof(int));
+    winsize = O_SLOT + (MPI_Aint)nprocs * NT * SLOTL * sizeof(long);
+    MPI_OK(MPI_Win_allocate(winsize, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    memset(mem, 0, winsize);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    double t0 = MPI_Wtime();
+    for (long t = 0; t < NT; t++)
+        pthread_create(&th[t], NULL, worker, (void *)t);
+    for (int t = 0; t < NT; t++)
+        pthread_join(th[t], NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(overlap == 0,
+          "%ld times an exclusive epoch of one thread overlapped another thread's epoch", overlap);
+    MPI_Allreduce(MPI_IN_PLACE, &contended, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("%d threads x %d iterations per rank%s: %.2f s, %ld MPI_Win_lock calls while "
+               "another thread of the process wanted or held that target\n",
+               NT, ITERS, serialize ? " (epochs serialized by the program)" : "", MPI_Wtime() - t0,
+               contended);
+
+    /* totals: per target, summed over every origin's threads */
+    {
+        long *want_acc = calloc(nprocs, sizeof(long)), *want_fop = calloc(nprocs, sizeof(long));
+        long cnt[2];
+        for (int t = 0; t < NT; t++)
+            for (int r = 0; r < nprocs; r++) {
+                want_acc[r] += acc_to[t * nprocs + r];
+                want_fop[r] += fop_to[t * nprocs + r];
+            }
+        MPI_Allreduce(MPI_IN_PLACE, want_acc, nprocs, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, want_fop, nprocs, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        MPI_OK(MPI_Win_lock_all(0, win));
+        for (int r = 0; r < nprocs; r++) {
+            cnt[0] = cnt[1] = -1;
+            MPI_OK(MPI_Get(cnt, 2, MPI_LONG, r, O_ACC, 2, MPI_LONG, win));
+            MPI_OK(MPI_Win_flush(r, win));
+            CHECK(cnt[0] == want_acc[r], "accumulate counter at rank %d: %ld, want %ld", r, cnt[0],
+                  want_acc[r]);
+            CHECK(cnt[1] == want_fop[r], "fetch_and_op counter at rank %d: %ld, want %ld", r,
+                  cnt[1], want_fop[r]);
+        }
+        MPI_OK(MPI_Win_unlock_all(win));
+        /* the fetched values at each target: 0 .. count-1, each once */
+        MPI_Allreduce(MPI_IN_PLACE, seen, nprocs * maxfop, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (rank == 0)
+            for (int r = 0; r < nprocs; r++) {
+                int bad = 0;
+                for (int v = 0; v < maxfop; v++)
+                    bad += seen[r * maxfop + v] != (v < want_fop[r]);
+                CHECK(bad == 0, "fetch_and_op results at rank %d: not a permutation (%d wrong)", r,
+                      bad);
+            }
+        free(want_acc);
+        free(want_fop);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* one thread locking the same target twice is still an error */
+    {
+        int right = (rank + 1) % nprocs;
+        MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+        MPI_ERRCLASS(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win), MPI_ERR_RMA_SYNC);
+        MPI_ERRCLASS(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win), MPI_ERR_RMA_SYNC);
+        MPI_OK(MPI_Win_unlock(right, win));
+        MPI_ERRCLASS(MPI_Win_unlock(right, win), MPI_ERR_RMA_SYNC);
+        MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+        MPI_ERRCLASS(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win), MPI_ERR_RMA_SYNC);
+        MPI_OK(MPI_Win_unlock(right, win));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_OK(MPI_Win_free(&win));
+    free(acc_to);
+    free(fop_to);
+    free(seen);
+    free(inepoch);
+    free(excl);
+    free(wanting);
+    pthread_barrier_destroy(&start);
+    return rt_finish("threads");
+}
