@@ -30,6 +30,7 @@ static void orphans_prune(uintptr_t lo, uintptr_t hi);
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
+static int reg_still_mapped(rma_memreg_t *reg);
 
 static void table_ready(void)
 {
@@ -73,14 +74,26 @@ static void fork_parent(void)
 
 static int privatize(uintptr_t base, size_t len, void *value, void *arg)
 {
-    void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    rma_memreg_t *reg = value;
+    void *tmp;
 
-    (void)value, (void)arg;
+    (void)arg;
+    /* an orphan whose pages the program unmapped or replaced is not ours any more */
+    if (reg->refcnt == 0 && reg->kind == RMA_MEMREG_REMAP && !reg_still_mapped(reg))
+        return 0;
+    /* raw system calls: memory hooks of the MPI library (UCX's) must not see the child's
+     * remapping as the parent's memory going away */
+    tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
     if (tmp == MAP_FAILED)
         return 0;
     memcpy(tmp, (void *)base, len);
-    if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)base) == MAP_FAILED)
-        munmap(tmp, len);
+    if ((void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, base) ==
+        MAP_FAILED) {
+        fprintf(stderr, "librma: fork: cannot give the child a private copy of [%p, +%zu): %s\n",
+                (void *)base, len, strerror(errno));
+        syscall(SYS_munmap, tmp, len);
+    }
     return 0;
 }
 
