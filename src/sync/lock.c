@@ -133,7 +133,7 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
     pthread_mutex_lock(&win->mtx);
     for (;;) {
         if (held_find(win, rank) >= 0) {
-            rc = rma_err(win, func, MPI_ERR_RMA_SYNC, "rank %d is already locked by this process",
+            rc = rma_err(win, func, MPI_ERR_RMA_SYNC, "this thread already holds a lock on rank %d",
                          rank);
             goto out;
         }
@@ -145,7 +145,8 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
         }
         if (win->epoch == RMA_EPOCH_LOCK_ALL || win->lock_all_pending || tg->lock_pending ||
             (tg->lock_holders > 0 &&
-             (lock_type == MPI_LOCK_EXCLUSIVE || tg->lock_type == MPI_LOCK_EXCLUSIVE))) {
+             (lock_type == MPI_LOCK_EXCLUSIVE || tg->lock_type == MPI_LOCK_EXCLUSIVE ||
+              tg->lock_nocheck != ((assert &MPI_MODE_NOCHECK) != 0)))) {
             thread_wait(win, &bo); /* another thread's epoch */
             continue;
         }
@@ -236,7 +237,8 @@ int rma_lock_all(rma_win_t *win, int assert)
             rc = rma_err(win, func, MPI_ERR_RMA_SYNC, "an access epoch is already open");
             goto out;
         }
-        if (win->epoch == RMA_EPOCH_LOCK || win->lock_all_pending || win->locks_pending > 0) {
+        if (win->epoch == RMA_EPOCH_LOCK || win->lock_all_pending || win->locks_pending > 0 ||
+            (win->epoch == RMA_EPOCH_LOCK_ALL && win->lock_all_nocheck != nocheck)) {
             thread_wait(win, &bo); /* other threads' epochs */
             continue;
         }

@@ -20,12 +20,13 @@
 
 #include "mpid/rma/agent.h"
 #include "mpid/rma/env.h"
+#include "sync/wait.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"
 #include "windows/win.h"
 
-/* What moving a region costs, and what one CMA call costs, in ns (DESIGN.md section 6:
- * ~1.6 us per process_vm_writev, ~10 GB/s; a page copy at ~8 GB/s plus mapping it). */
+/* What moving a region costs, and what one CMA call costs, in ns (measured here: ~1.6 us
+ * per process_vm_writev, ~10 GB/s; a page copy at ~8 GB/s plus mapping it). */
 #define MOVE_FIXED_NS 50000u
 #define CMA_CALL_NS   1500u
 
@@ -64,6 +65,40 @@ void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, s
     rma_agent_kick(tg->pid, fd);
 }
 
+void rma_expose_write_begin(rma_win_t *win, int trank)
+{
+    rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, trank);
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    for (;;) {
+        while (atomic_load_explicit(&cr->moving, memory_order_seq_cst))
+            rma_backoff(&bo);
+        atomic_fetch_add_explicit(&cr->cma_writers, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(&cr->moving, memory_order_seq_cst))
+            return;
+        atomic_fetch_sub_explicit(&cr->cma_writers, 1, memory_order_seq_cst);
+    }
+}
+
+void rma_expose_write_end(rma_win_t *win, int trank)
+{
+    atomic_fetch_sub_explicit(&rma_ctl_rank(win->ctl, trank)->cma_writers, 1, memory_order_release);
+}
+
+/* Owner's agent: moves [addr, addr+len) once no peer's CMA write is in flight to us. */
+static rma_memreg_t *move_quiet(rma_ctl_rank_t *me, void *addr, size_t len)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    rma_memreg_t *reg;
+
+    atomic_store_explicit(&me->moving, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&me->cma_writers, memory_order_seq_cst) != 0)
+        rma_backoff(&bo);
+    reg = rma_memreg_move(addr, len);
+    atomic_store_explicit(&me->moving, 0, memory_order_release);
+    return reg;
+}
+
 void rma_expose_refresh(rma_win_t *win, int trank)
 {
     rma_target_t *tg = &win->targets[trank];
@@ -99,7 +134,7 @@ void rma_expose_refresh(rma_win_t *win, int trank)
     tg->map_local = local;
     atomic_thread_fence(memory_order_release);
     tg->map_lo = base;
-    tg->map_len = desc.len;
+    __atomic_store_n(&tg->map_len, desc.len, __ATOMIC_RELEASE);
     if (rma_env.verbose >= 2)
         fprintf(stderr, "librma: window 0x%x: rank %d now reaches rank %d directly\n",
                 (unsigned)win->handle, win->rank, trank);
@@ -114,7 +149,7 @@ static void serve_create(rma_win_t *win, rma_ctl_rank_t *me)
 
     if (win->expose != NULL || win->size == 0)
         return;
-    reg = rma_memreg_move(win->base, (size_t)win->size);
+    reg = move_quiet(me, win->base, (size_t)win->size);
     if (reg == NULL)
         return;
     win->expose = reg;
@@ -139,7 +174,7 @@ static void serve_dynamic(rma_win_t *win, rma_ctl_rank_t *me, uintptr_t addr)
             break;
     if (pos == n || (r = &win->dyn_tab[pos])->seg_id != 0)
         return;
-    reg = rma_memreg_move((void *)(uintptr_t)r->base, (size_t)r->len);
+    reg = move_quiet(me, (void *)(uintptr_t)r->base, (size_t)r->len);
     if (reg == NULL)
         return;
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_acq_rel);
@@ -162,7 +197,13 @@ void rma_expose_serve(rma_win_t *win)
     addr = atomic_exchange_explicit(&me->move_addr, 0, memory_order_acq_rel);
     if (addr == 0)
         return;
-    pthread_mutex_lock(&win->mtx);
+    /* never wait for a window's mutex while holding the window table's lock: the thread
+     * holding it may be in an error handler that creates or frees a window */
+    if (pthread_mutex_trylock(&win->mtx) != 0) {
+        atomic_store_explicit(&me->move_addr, addr, memory_order_release);
+        rma_agent_retry();
+        return;
+    }
     if (win->flavor == MPI_WIN_FLAVOR_CREATE)
         serve_create(win, me);
     else if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)

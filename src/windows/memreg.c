@@ -78,8 +78,8 @@ static int privatize(uintptr_t base, size_t len, void *value, void *arg)
     void *tmp;
 
     (void)arg;
-    /* an orphan whose pages the program unmapped or replaced is not ours any more */
-    if (reg->refcnt == 0 && reg->kind == RMA_MEMREG_REMAP && !reg_still_mapped(reg))
+    /* moved pages the program unmapped or replaced are not ours any more */
+    if (reg->kind == RMA_MEMREG_REMAP && !reg_still_mapped(reg))
         return 0;
     /* raw system calls: memory hooks of the MPI library (UCX's) must not see the child's
      * remapping as the parent's memory going away */
@@ -325,24 +325,45 @@ rma_memreg_t *rma_memreg_expose(void *addr, size_t len)
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
 #endif
 
-static int uffd = -2; /* -2 not opened yet, -1 unavailable (memreg_lock) */
+static int uffd = -2;        /* -2 not opened yet, -1 unavailable (memreg_lock) */
+static int uffd_unpopulated; /* UFFD_FEATURE_WP_UNPOPULATED is on: empty pages are covered */
+
+/* A userfaultfd with the API handshake done asking for `features`; -1 on failure. On
+ * success *have_p holds the features the kernel offers. */
+static int uffd_new(uint64_t features, uint64_t *have_p)
+{
+    struct uffdio_api api = {.api = UFFD_API, .features = features};
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+    if (fd < 0)
+        return -1;
+    if (ioctl(fd, UFFDIO_API, &api) != 0) {
+        close(fd);
+        return -1;
+    }
+    *have_p = api.features;
+    return fd;
+}
 
 static int uffd_open(void)
 {
-    struct uffdio_api api = {.api = UFFD_API};
+    uint64_t have = 0;
 
     if (uffd != -2)
         return uffd;
-    uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-    if (uffd < 0) {
-        uffd = -1;
-        return uffd;
+    /* the handshake is once per descriptor: ask what is offered, then open the one used */
+    uffd = uffd_new(0, &have);
+    if (uffd >= 0 && (have & UFFD_FEATURE_WP_UNPOPULATED)) {
+        close(uffd);
+        uffd = uffd_new(UFFD_FEATURE_WP_UNPOPULATED, &have);
+        uffd_unpopulated = uffd >= 0;
     }
-    api.features = 0;
-    if (ioctl(uffd, UFFDIO_API, &api) != 0 || !(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
+    if (uffd >= 0 && !(have & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
         close(uffd);
         uffd = -1;
     }
+    if (uffd < 0)
+        uffd = -1;
     return uffd;
 }
 
@@ -388,8 +409,8 @@ static int pages_move(uintptr_t lo, size_t len, int *fd_p)
     rc = rma_seg_create(len, NULL, &tmp, &fd);
     if (rc != 0)
         return rc;
-    /* present pages are what write protection covers without UFFD_FEATURE_WP_UNPOPULATED */
-    for (uintptr_t p = lo; p < lo + len; p += page)
+    /* without UFFD_FEATURE_WP_UNPOPULATED write protection covers present pages only */
+    for (uintptr_t p = lo; !uffd_unpopulated && p < lo + len; p += page)
         (void)*(volatile char *)p;
     if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) {
         rc = -errno;
@@ -400,9 +421,11 @@ static int pages_move(uintptr_t lo, size_t len, int *fd_p)
         ioctl(uffd, UFFDIO_UNREGISTER, &wake);
         goto err_seg;
     }
-    /* writers wait from here on: copy, then put the segment in place */
+    /* writers wait from here on: copy, then put the segment in place. A raw system call:
+     * the MPI library's memory hooks (UCX's) take locks a waiting writer may hold */
     memcpy(tmp, (void *)lo, len);
-    addr = mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    addr =
+        (void *)syscall(SYS_mmap, lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
     rc = addr == MAP_FAILED ? -errno : 0;
     if (rc != 0) {
         wp.mode = 0; /* leave the pages as they were */

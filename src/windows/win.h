@@ -58,9 +58,11 @@ typedef struct rma_ctl_rank {
     uint64_t expose_seg_base; /* owner's address of the segment's first byte */
     uint64_t expose_seg_len;
     int32_t expose_seg_fd;
-    _Atomic int32_t agent_fd;   /* the owner's agent eventfd (its descriptor), 0: none */
-    _Atomic uint64_t move_addr; /* a peer asks: move the memory holding this address */
-    char pad4[RMA_CACHE_LINE - 48];
+    _Atomic int32_t agent_fd;     /* the owner's agent eventfd (its descriptor), 0: none */
+    _Atomic uint64_t move_addr;   /* a peer asks: move the memory holding this address */
+    _Atomic uint32_t moving;      /* the owner's agent is moving memory: no CMA writes */
+    _Atomic uint32_t cma_writers; /* peers' CMA writes in flight to this rank */
+    char pad4[RMA_CACHE_LINE - 56];
 } rma_ctl_rank_t;
 
 _Static_assert(sizeof(rma_ctl_rank_t) == 5 * RMA_CACHE_LINE, "ctl rank is 5 cache lines");
@@ -309,6 +311,12 @@ void rma_expose_offer(rma_win_t *win);
  * CMA; asks the owner to move the region once that traffic has cost about as much as
  * moving it would. */
 void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, size_t region_len);
+
+/* Origin: brackets every CMA write to target trank. A write that is in flight while the
+ * owner's agent copies the pages could land in the old page after the copy and be lost, so
+ * the agent waits for writes in flight to end, and writes wait while it moves. */
+void rma_expose_write_begin(rma_win_t *win, int trank);
+void rma_expose_write_end(rma_win_t *win, int trank);
 
 /* Origin, create windows: maps the target's memory here if its owner has published it
  * since we last looked. */

@@ -230,7 +230,7 @@ static const rma_dyn_region_t *tab_of(rma_win_t *win, int target, uint64_t id, i
 
     if (target == win->rank)
         return win->dyn_tab;
-    if (tg->dtab != NULL && tg->dtab_id == id)
+    if (tg->dtab != NULL && tg->dtab_id == id && tg->dtab_len >= desc.len)
         return tg->dtab;
     tab = rma_seg_attach(&desc);
     if (tab == NULL)
@@ -245,7 +245,8 @@ static const rma_dyn_region_t *tab_of(rma_win_t *win, int target, uint64_t id, i
 
 /* Copies the target's regions covering [addr, addr+len) out of its table under the
  * sequence lock (win->mtx held): the count of regions needed (0 when some byte is not
- * attached), at most max of them copied to out. */
+ * attached, -1 when the target's table cannot be mapped here), at most max of them copied
+ * to out. */
 static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rma_dyn_region_t *out,
                       int max)
 {
@@ -263,14 +264,31 @@ static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rm
             rma_backoff(&bo);
             continue;
         }
+        int32_t fd;
+
         cap = atomic_load_explicit(&cr->dyn_tab_cap, memory_order_relaxed);
         id = atomic_load_explicit(&cr->dyn_tab_id, memory_order_relaxed);
+        fd = atomic_load_explicit(&cr->dyn_tab_fd, memory_order_relaxed);
+        /* the three belong together only if no change began meanwhile */
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&cr->dyn_seq, memory_order_relaxed) != s1) {
+            rma_backoff(&bo);
+            continue;
+        }
         if (id == 0) /* the target has not published its table yet: nothing is attached */
             return 0;
-        tab = tab_of(win, target, id, atomic_load_explicit(&cr->dyn_tab_fd, memory_order_relaxed),
-                     cap);
+        tab = tab_of(win, target, id, fd, cap);
+        if (tab == NULL) {
+            /* the descriptor could not be duplicated or mapped: stale only if the table
+             * changed since; otherwise give up rather than spin */
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(&cr->dyn_seq, memory_order_relaxed) == s1)
+                return -1;
+            rma_backoff(&bo);
+            continue;
+        }
         n = atomic_load_explicit(&cr->dyn_count, memory_order_relaxed);
-        if (tab != NULL && n <= cap) {
+        if (n <= cap) {
             hi = n;
             while (lo < hi) {
                 uint32_t mid = (lo + hi) / 2;
@@ -290,7 +308,7 @@ static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rm
                 found = 0;
         }
         atomic_thread_fence(memory_order_acquire);
-        if (tab != NULL && atomic_load_explicit(&cr->dyn_seq, memory_order_relaxed) == s1)
+        if (atomic_load_explicit(&cr->dyn_seq, memory_order_relaxed) == s1)
             return found;
         rma_backoff(&bo);
     }
@@ -336,6 +354,13 @@ int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, 
         return MPI_ERR_NO_MEM;
     pthread_mutex_lock(&win->mtx);
     n = dyn_lookup(win, target, addr, len, r, max);
+    if (n < 0) {
+        pthread_mutex_unlock(&win->mtx);
+        if (r != stack)
+            free(r);
+        *n_p = 0;
+        return MPI_ERR_OTHER;
+    }
     for (int i = 0; i < n && i < max; i++) {
         char *seg = NULL;
         if (target != win->rank && r[i].seg_id != 0)

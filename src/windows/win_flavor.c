@@ -93,7 +93,7 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     rma_win_info_parse(win, info);
     if (rma_env.netmod_only)
         return rma_err(NULL, func, MPI_ERR_OTHER,
-                       "RMA_NETMOD_ONLY=1 asks for the network transport, and this build of "
+                       "RMA_NETMOD_ONLY=1 asks for the network transport, but this build of "
                        "librma has only the shared-memory transport");
     win->targets = calloc((size_t)win->nranks, sizeof(*win->targets));
     win->post_seen = calloc((size_t)win->nranks, sizeof(*win->post_seen));
@@ -123,7 +123,7 @@ static int win_exchange(rma_win_t *win, MPI_Comm comm, rank_info_t *me, rank_inf
     if (remote > 0) {
         free(all);
         return rma_err(NULL, func, MPI_ERR_OTHER,
-                       "%d of the communicator's %d ranks are on other nodes; this build of "
+                       "ranks on other nodes: %d of %d; this build of "
                        "librma has only the shared-memory transport",
                        remote, win->nranks);
     }

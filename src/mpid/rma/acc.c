@@ -319,8 +319,13 @@ static int acc_rw(acc_op_t *a, uintptr_t ta, char *buf, size_t n, int write)
             memcpy(write ? t : buf, write ? buf : t, run);
         } else {
             struct iovec l = {buf, run}, r = {(void *)ta, run};
-            rc = write ? rma_nm_shm_ops.writev(a->span.pid, &l, 1, &r, 1)
-                       : rma_nm_shm_ops.readv(a->span.pid, &l, 1, &r, 1);
+            if (write) {
+                rma_expose_write_begin(a->win, a->trank);
+                rc = rma_nm_shm_ops.writev(a->span.pid, &l, 1, &r, 1);
+                rma_expose_write_end(a->win, a->trank);
+            } else {
+                rc = rma_nm_shm_ops.readv(a->span.pid, &l, 1, &r, 1);
+            }
         }
         if (rc != 0)
             return a->err = rc;
@@ -417,8 +422,13 @@ static int acc_iov_flush(acc_op_t *a)
 
     if (a->niov == 0)
         return 0;
-    rc = a->write ? rma_nm_shm_ops.writev(a->span.pid, a->liov, a->niov, a->riov, a->niov)
-                  : rma_nm_shm_ops.readv(a->span.pid, a->liov, a->niov, a->riov, a->niov);
+    if (a->write) {
+        rma_expose_write_begin(a->win, a->trank);
+        rc = rma_nm_shm_ops.writev(a->span.pid, a->liov, a->niov, a->riov, a->niov);
+        rma_expose_write_end(a->win, a->trank);
+    } else {
+        rc = rma_nm_shm_ops.readv(a->span.pid, a->liov, a->niov, a->riov, a->niov);
+    }
     a->niov = 0;
     if (rc != 0)
         a->err = rc;
@@ -530,14 +540,23 @@ static int acc_packed(acc_op_t *a)
     return rc;
 }
 
+/* 1 when some region of the span is mapped here and updated with CPU atomics. */
+static int span_has_atomic(const rma_tspan_t *sp)
+{
+    for (int i = 0; i < sp->nmaps; i++)
+        if (sp->maps[i].atomic && sp->maps[i].local != NULL)
+            return 1;
+    return 0;
+}
+
 /* The element at the target buffer's start takes one CPU atomic (one-element calls that
  * do so take no stripe). */
-static int acc_single_atomic(const acc_op_t *a)
+static int acc_single_atomic(const acc_op_t *a, MPI_Datatype ttype)
 {
     const rma_dyn_hit_t *m = rma_tspan_map(&a->span, a->span.taddr, a->esize);
 
-    return a->nelem == 1 && a->akind != RMA_AK_LOCKED && m != NULL && m->atomic &&
-           ((uintptr_t)(m->local + (a->span.taddr - m->lo)) & (a->esize - 1)) == 0;
+    return a->nelem == 1 && RMA_DT_IS_BUILTIN(ttype) && a->akind != RMA_AK_LOCKED && m != NULL &&
+           m->atomic && ((uintptr_t)(m->local + (a->span.taddr - m->lo)) & (a->esize - 1)) == 0;
 }
 
 /* Checks that a side's layout is built from the target's basic type. */
@@ -580,8 +599,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                                            "operations are not allowed in RMA");
     if (kind == RMA_ACC && opi == RMA_OP_NO_OP)
         return rma_err(win, func, MPI_ERR_OP,
-                       "MPI_NO_OP is allowed only in "
-                       "MPI_Get_accumulate and MPI_Fetch_and_op");
+                       "MPI_NO_OP is allowed only in MPI_Get_accumulate, MPI_Rget_accumulate "
+                       "and MPI_Fetch_and_op");
     if (ocount < 0 || tcount < 0 || rcount < 0)
         return rma_err(win, func, MPI_ERR_COUNT,
                        "negative count (origin %ld, result %ld, "
@@ -600,14 +619,16 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     a->rcount = rcount;
     a->compare = compare;
     if ((kind == RMA_FOP || kind == RMA_CAS) && !acc_is_predefined(ttype))
-        return rma_err(win, func, MPI_ERR_TYPE, "%s needs a predefined datatype",
-                       kind == RMA_FOP ? "MPI_Fetch_and_op" : "MPI_Compare_and_swap");
+        return rma_err(win, func, MPI_ERR_TYPE, "the datatype must be predefined, not derived");
     if (rma_dtl_get(ttype, &a->td) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE, "the target datatype is not a valid datatype");
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "the target datatype is not valid or not committed");
     if (opi != RMA_OP_NO_OP && rma_dtl_get(otype, &a->od) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE, "the origin datatype is not a valid datatype");
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "the origin datatype is not valid or not committed");
     if (fetch && rma_dtl_get(rtype, &a->rd) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE, "the result datatype is not a valid datatype");
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "the result datatype is not valid or not committed");
     if (__builtin_mul_overflow(tcount, a->td->size, &tbytes) ||
         (a->od && __builtin_mul_overflow(ocount, a->od->size, &obytes)) ||
         (a->rd && __builtin_mul_overflow(rcount, a->rd->size, &rbytes)))
@@ -632,8 +653,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     if (kind == RMA_CAS && cls != RMA_AC_INT && cls != RMA_AC_LOGICAL && cls != RMA_AC_BYTE &&
         cls != RMA_AC_INVALID)
         return rma_err(win, func, MPI_ERR_TYPE,
-                       "MPI_Compare_and_swap needs an integer, "
-                       "logical or byte datatype, not %s",
+                       "the datatype must be an integer, logical or byte type, not %s",
                        class_names[cls]);
     if (cls != RMA_AC_INVALID && !rma_acc_op_allowed(a->basic, opi))
         return rma_err(win, func, MPI_ERR_OP, "%s is not defined for %s (datatype 0x%x)",
@@ -651,6 +671,12 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         if (win->targets[trank].map_local != NULL)
             rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
     }
+    if (rc == MPI_SUCCESS && win->acc_mode == RMA_ACC_MODE_ATOMIC && trank != win->rank &&
+        win->targets[trank].size > 0 && win->targets[trank].map_local == NULL)
+        rc = rma_err(win, func, MPI_ERR_OTHER,
+                     "rank %d's window memory is shared but could not be mapped here; its "
+                     "accumulates need CPU atomics",
+                     trank);
     if (rc == MPI_SUCCESS && opi != RMA_OP_NO_OP && obytes != tbytes)
         rc = rma_err(win, func, MPI_ERR_TYPE,
                      "the origin buffer holds %ld bytes but the target buffer %ld: the type "
@@ -705,13 +731,15 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * that one CPU atomic updates, it holds the stripes of its whole target buffer, and
      * still updates each element with that element's mechanism, so that one-element calls
      * taking no stripe stay atomic with respect to it. */
-    if (acc_single_atomic(a)) {
+    if (acc_single_atomic(a, ttype)) {
         rma_acc_stripe_wait(win, trank, a->key0);
     } else if (stripe_hold(a, &set) != 0) {
         rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
         goto out;
     }
-    if (a->akind == RMA_AK_LOCKED)
+    /* no element of the span takes a CPU atomic: one packed read-modify-write, whose CMA
+     * transfers are batched; otherwise element by element */
+    if (a->akind == RMA_AK_LOCKED || !span_has_atomic(&a->span))
         rc = acc_packed(a);
     else
         rc = rma_dtl_walk_pairs(a->td, tcount, a->bd, a->nelem, acc_piece, a);

@@ -372,8 +372,9 @@ static inline int rma_compare_and_swap(rma_win_t *win, const void *origin, const
     const rma_acc_type_t *ty;
     char *t = rma_acc_fast_target(win, dt, RMA_OP_REPLACE, trank, tdisp, &ty);
 
-    if (rma_likely(t != NULL && ty->cls != RMA_AC_FLOAT && origin != NULL && compare != NULL &&
-                   result != NULL)) {
+    if (rma_likely(t != NULL &&
+                   (ty->cls == RMA_AC_INT || ty->cls == RMA_AC_LOGICAL || ty->cls == RMA_AC_BYTE) &&
+                   origin != NULL && compare != NULL && result != NULL)) {
         win->ops_in_fence = 1;
         rma_acc_cas(ty->size, t, origin, compare, result);
         return MPI_SUCCESS;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "windows/segment.h"
@@ -27,14 +28,25 @@ typedef struct kick_ent {
 static kick_ent_t *kicks;
 static int nkicks, kicks_cap;
 
+static _Atomic int agent_again; /* a request was left for later (rma_agent_retry) */
+
+void rma_agent_retry(void)
+{
+    atomic_store_explicit(&agent_again, 1, memory_order_relaxed);
+}
+
 static void *agent_main(void *arg)
 {
     uint64_t v;
 
     (void)arg;
     for (;;) {
-        if (read(agent_efd, &v, sizeof(v)) < 0 && errno != EINTR)
+        if (atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed)) {
+            struct timespec ts = {0, 1000 * 1000}; /* 1 ms, then look again */
+            nanosleep(&ts, NULL);
+        } else if (read(agent_efd, &v, sizeof(v)) < 0 && errno != EINTR) {
             break;
+        }
         if (atomic_load_explicit(&agent_stopping, memory_order_acquire))
             break;
         rma_win_foreach(rma_expose_serve);

@@ -11,6 +11,9 @@
  * duplicate with pidfd_getfd to wake it), or -1 when it cannot run. */
 int rma_agent_start(void);
 
+/* Called by the agent while it serves: look again shortly (something was busy). */
+void rma_agent_retry(void);
+
 /* Wakes the agent of process pid, whose eventfd there is fd. */
 void rma_agent_kick(int pid, int fd);
 

@@ -111,8 +111,10 @@ static inline char *rma_direct_addr(const rma_target_t *tg, MPI_Aint tdisp, size
                      n > (size_t)tg->size || (size_t)off > (size_t)tg->size - n))
         return NULL;
     ta = tg->remote_base + (uintptr_t)off;
-    if (rma_unlikely(ta < tg->map_lo || ta - tg->map_lo > tg->map_len ||
-                     n > tg->map_len - (ta - tg->map_lo)))
+    /* map_len is published last (windows/expose.c): read it first, with acquire (a plain
+     * load on x86), so that map_lo and map_local are at least as new */
+    size_t mlen = __atomic_load_n(&tg->map_len, __ATOMIC_ACQUIRE);
+    if (rma_unlikely(ta < tg->map_lo || ta - tg->map_lo > mlen || n > mlen - (ta - tg->map_lo)))
         return NULL;
     return tg->map_local + (ta - tg->map_lo);
 }

@@ -18,6 +18,8 @@
 /* State of one transfer while the type maps are walked. */
 typedef struct xfer {
     int kind;
+    rma_win_t *win;
+    int trank;
     char *origin;
     const rma_tspan_t *span;
     int niov, max_iov;
@@ -34,9 +36,13 @@ static int xfer_flush(xfer_t *x)
 
     if (x->niov == 0)
         return 0;
-    rc = x->kind == RMA_PUT
-             ? rma_nm_shm_ops.writev(x->span->pid, x->liov, x->niov, x->riov, x->niov)
-             : rma_nm_shm_ops.readv(x->span->pid, x->liov, x->niov, x->riov, x->niov);
+    if (x->kind == RMA_PUT) {
+        rma_expose_write_begin(x->win, x->trank);
+        rc = rma_nm_shm_ops.writev(x->span->pid, x->liov, x->niov, x->riov, x->niov);
+        rma_expose_write_end(x->win, x->trank);
+    } else {
+        rc = rma_nm_shm_ops.readv(x->span->pid, x->liov, x->niov, x->riov, x->niov);
+    }
     x->niov = 0;
     if (rc != 0)
         x->err = rc;
@@ -77,24 +83,20 @@ static int xfer_piece(void *arg, MPI_Aint toff, MPI_Aint ooff, size_t len)
     return 0;
 }
 
-static const char *kind_name(int kind)
-{
-    return kind == RMA_PUT ? "origin" : "result";
-}
-
 /* Dynamic windows: the regions of the target that cover [lo, hi). */
 static int resolve_dynamic(rma_win_t *win, int trank, uintptr_t lo, uintptr_t hi, rma_tspan_t *out,
                            const char *func)
 {
-    int n, rc = rma_win_dyn_resolve(win, trank, lo, hi - lo, out->map_buf, 4, &n);
+    int cap = 4, n, rc = rma_win_dyn_resolve(win, trank, lo, hi - lo, out->map_buf, cap, &n);
 
-    if (n > 4) { /* a span over more attached regions than map_buf holds */
-        out->maps = malloc((size_t)n * sizeof(*out->maps));
-        if (out->maps == NULL) {
-            out->maps = out->map_buf;
+    while (n > cap) { /* a span over more attached regions than the array holds */
+        rma_dyn_hit_t *m =
+            realloc(out->maps == out->map_buf ? NULL : out->maps, (size_t)n * sizeof(*m));
+        if (m == NULL)
             return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for %d regions", n);
-        }
-        rc = rma_win_dyn_resolve(win, trank, lo, hi - lo, out->maps, n, &n);
+        out->maps = m;
+        cap = n;
+        rc = rma_win_dyn_resolve(win, trank, lo, hi - lo, out->maps, cap, &n);
     }
     out->nmaps = n;
     if (rc == MPI_ERR_RMA_RANGE)
@@ -102,10 +104,15 @@ static int resolve_dynamic(rma_win_t *win, int trank, uintptr_t lo, uintptr_t hi
                        "the target bytes [0x%lx, 0x%lx) at rank %d are not all in memory "
                        "attached to the window",
                        (unsigned long)lo, (unsigned long)hi, trank);
+    if (rc != MPI_SUCCESS && n == 0)
+        return rma_err(win, func, MPI_ERR_OTHER,
+                       "cannot map the table of regions attached at rank %d (pidfd_getfd or "
+                       "mmap failed)",
+                       trank);
     if (rc != MPI_SUCCESS)
         return rma_err(win, func, MPI_ERR_OTHER,
-                       "a region attached at rank %d is shared but could not be mapped here; "
-                       "its accumulates need CPU atomics",
+                       "a region attached at rank %d is shared memory that cannot be mapped "
+                       "here; accumulates to it need CPU atomics",
                        trank);
     if (n == 1 && out->maps[0].local != NULL)
         out->local = out->maps[0].local + (out->taddr - out->maps[0].lo);
@@ -177,12 +184,14 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         return rma_err(win, func, MPI_ERR_COUNT, "negative count (origin %ld, target %ld)",
                        (long)ocount, (long)tcount);
     if (rma_dtl_get(otype, &od) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE, "the origin datatype is not a valid datatype");
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "the origin datatype is not valid or not committed");
     if (rma_dtl_get(ttype, &td) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE, "the target datatype is not a valid datatype");
+        return rma_err(win, func, MPI_ERR_TYPE,
+                       "the target datatype is not valid or not committed");
     if (rma_buf_missing(origin, ocount, otype))
-        return rma_err(win, func, MPI_ERR_BUFFER, "the %s buffer is NULL and the count is %ld",
-                       kind_name(kind), (long)ocount);
+        return rma_err(win, func, MPI_ERR_BUFFER, "the origin buffer is NULL and the count is %ld",
+                       (long)ocount);
     if (__builtin_mul_overflow(ocount, od->size, &obytes) ||
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
@@ -195,9 +204,9 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     }
     if (rc == MPI_SUCCESS && obytes != tbytes)
         rc = rma_err(win, func, MPI_ERR_TYPE,
-                     "the %s buffer holds %ld bytes but the target "
-                     "buffer %ld: the type signatures differ",
-                     kind_name(kind), (long)obytes, (long)tbytes);
+                     "the origin buffer holds %ld bytes but the target buffer holds %ld: the "
+                     "type signatures differ",
+                     (long)obytes, (long)tbytes);
     if (rc != MPI_SUCCESS || tbytes == 0) {
         rma_tspan_done(&span);
         if (rc == MPI_SUCCESS)
@@ -217,6 +226,8 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     }
     memset(&x, 0, offsetof(xfer_t, liov));
     x.kind = kind;
+    x.win = win;
+    x.trank = trank;
     x.origin = origin;
     x.span = &span;
     x.max_iov = (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024);
