@@ -23,31 +23,44 @@ static inline void rma_cpu_relax(void)
 }
 
 typedef struct rma_backoff {
-    int spins;         /* pauses so far */
-    int yields;        /* sched_yield calls so far */
-    unsigned sleep_us; /* the last sleep, once yielding did not help */
+    int spins;          /* pauses so far */
+    unsigned sleep_us;  /* the last sleep, once yielding did not help */
+    struct timespec t0; /* when the waiter started to yield */
 } rma_backoff_t;
 
 #define RMA_BACKOFF_INIT                                                                           \
     {                                                                                              \
-        0, 0, 0                                                                                    \
+        0, 0,                                                                                      \
+        {                                                                                          \
+            0, 0                                                                                   \
+        }                                                                                          \
     }
 
-#define RMA_BACKOFF_YIELDS   64  /* sched_yield calls before the waiter starts to sleep */
-#define RMA_BACKOFF_SLEEP_US 256 /* longest sleep: the most a wake-up can be late by */
+#define RMA_BACKOFF_YIELD_NS 1000000L /* yield for 1 ms before the waiter starts to sleep */
+#define RMA_BACKOFF_SLEEP_US 256      /* longest sleep: the most a wake-up can be late by */
 
-/* One step of waiting: a pause while under the spin budget, then sched_yield, then sleeps
- * that double up to RMA_BACKOFF_SLEEP_US. sched_yield alone does not give the core away
- * when more ranks than cores run (the scheduler may pick the yielding rank again at once,
- * and never picks a rank queued on the other core), so a rank that keeps seeing no
- * progress sleeps and lets the rank it waits for run. */
+/* One step of waiting: a pause while under the spin budget, then sched_yield for 1 ms, then
+ * sleeps that double up to RMA_BACKOFF_SLEEP_US. sched_yield alone does not give the core
+ * away when more ranks than cores run (the scheduler may pick the yielding rank again at
+ * once, and never picks a rank queued on the other core), so a rank that keeps seeing no
+ * progress sleeps and lets the rank it waits for run; only after a millisecond, because a
+ * sleep ends ~60 us late at the least and ordinary waits are shorter. */
 static inline void rma_backoff(rma_backoff_t *b)
 {
+    struct timespec now;
+
     if (b->spins < rma_env.spin_count) {
         b->spins++;
         rma_cpu_relax();
-    } else if (b->yields < RMA_BACKOFF_YIELDS) {
-        b->yields++;
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    if (b->spins == rma_env.spin_count) {
+        b->spins++;
+        b->t0 = now;
+    }
+    if ((now.tv_sec - b->t0.tv_sec) * 1000000000L + (now.tv_nsec - b->t0.tv_nsec) <
+        RMA_BACKOFF_YIELD_NS) {
         sched_yield();
     } else {
         struct timespec ts = {0, 0};

@@ -82,10 +82,12 @@ typedef struct rma_ctl {
     uint64_t magic;
     uint32_t version;
     uint32_t nranks;
-    uint64_t ranks_off; /* rma_ctl_rank_t[nranks] */
-    uint64_t post_off;  /* _Atomic uint32_t post[origin][target] */
-    uint64_t acc_off;   /* _Atomic uint32_t [RMA_ACC_NLOCKS], one per cache line */
-    char pad0[RMA_CACHE_LINE - 40];
+    uint64_t ranks_off;    /* rma_ctl_rank_t[nranks] */
+    uint64_t post_off;     /* _Atomic uint32_t post[origin][target] */
+    uint64_t acc_off;      /* _Atomic uint32_t [RMA_ACC_NLOCKS], one per cache line */
+    _Atomic uint32_t left; /* MPI_Win_free: ranks other than 0 that are done with it */
+    uint32_t pad;
+    char pad0[RMA_CACHE_LINE - 48];
     _Atomic uint64_t bar_count; /* fence barrier: arrivals in this round */
     char pad1[RMA_CACHE_LINE - 8];
     _Atomic uint64_t bar_round; /* fence barrier: completed rounds */
@@ -192,9 +194,12 @@ typedef struct rma_win {
     void *seg; /* control segment mapping (+ data for allocate flavors) */
     size_t seg_len;
     int seg_fd;                /* rank 0: the segment's descriptor, open until free */
+    uint64_t seg_id;           /* the control segment's id (pooled by win_flavor.c) */
+    int seg_pid;               /* ranks other than 0: rank 0's pid */
     struct rma_memreg *expose; /* create flavor: registered region holding base, or NULL */
     rma_dyn_region_t *dyn_tab; /* dynamic flavor: this rank's region table (a segment) */
     uint32_t dyn_cap;
+    uint32_t dyn_n; /* regions attached (the control segment's count, kept here too) */
     int dyn_tab_fd;
     int *dyn_old_fds; /* tables outgrown: open until free, so peers never map a reused fd */
     int ndyn_old;

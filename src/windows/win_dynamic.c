@@ -77,14 +77,10 @@ int rma_win_dyn_init(rma_win_t *win)
 
 void rma_win_dyn_destroy(rma_win_t *win)
 {
-    uint32_t n;
-
-    if (win->ctl != NULL && win->dyn_tab != NULL) {
-        n = atomic_load_explicit(&rma_ctl_rank(win->ctl, win->rank)->dyn_count,
-                                 memory_order_relaxed);
-        for (uint32_t i = 0; i < n && win->dyn_regs != NULL; i++)
-            rma_memreg_release(win->dyn_regs[i]);
-    }
+    /* the count kept here: after MPI_Win_free's barrier the control segment may already
+     * serve rank 0's next window */
+    for (uint32_t i = 0; i < win->dyn_n && win->dyn_regs != NULL; i++)
+        rma_memreg_release(win->dyn_regs[i]);
     if (win->dyn_tab != NULL)
         rma_seg_detach(win->dyn_tab, (size_t)win->dyn_cap * sizeof(rma_dyn_region_t));
     if (win->dyn_tab_fd >= 0 && win->dyn_tab != NULL)
@@ -172,6 +168,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     tab[pos] = r;
     win->dyn_regs[pos] = reg;
     atomic_store_explicit(&me->dyn_count, n + 1, memory_order_relaxed);
+    win->dyn_n = n + 1;
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
     if (reg == NULL && win->nranks > 1)
         rma_expose_offer(win); /* peers reach it through CMA until the agent moves it */
@@ -213,6 +210,7 @@ int rma_win_detach(rma_win_t *win, const void *base)
     memmove(&tab[pos], &tab[pos + 1], (n - pos - 1) * sizeof(*tab));
     memmove(&win->dyn_regs[pos], &win->dyn_regs[pos + 1], (n - pos - 1) * sizeof(*win->dyn_regs));
     atomic_store_explicit(&me->dyn_count, n - 1, memory_order_relaxed);
+    win->dyn_n = n - 1;
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
     pthread_mutex_unlock(&win->mtx);
     rma_memreg_release(reg);

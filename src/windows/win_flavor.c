@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -131,38 +132,119 @@ static int win_exchange(rma_win_t *win, MPI_Comm comm, rank_info_t *me, rank_inf
     return MPI_SUCCESS;
 }
 
+/* ------------------------------------------------------------------ control segment pool
+ *
+ * Making a segment (memfd_create, ftruncate, mmap, first-touch faults) and mapping a peer's
+ * (pidfd_getfd, mmap), then unmapping both at MPI_Win_free, cost several times what MPICH's
+ * whole MPI_Win_create costs. Control segments without window data (create and dynamic
+ * windows) are therefore kept when their window is freed: rank 0 keeps its own (and its
+ * descriptor, so the number stays valid), every other rank keeps its mapping, keyed by the
+ * owner's pid and segment id. The next window of the same size on rank 0 clears and reuses
+ * one; its peers find their mapping. Nobody touches a control segment after the barrier of
+ * MPI_Win_free, and rank 0 clears it before the next creation's exchange. */
+
+#define CTL_POOL 8
+
+typedef struct ctl_ent {
+    void *addr;
+    size_t len;
+    int pid, fd; /* fd: rank 0's own segments only, -1 for peers' */
+    uint64_t seg_id;
+    uint32_t peers; /* rank 0's own: the ranks that must have left it (rma_ctl_t.left) */
+} ctl_ent_t;
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static ctl_ent_t pool[CTL_POOL];
+static int npool;
+
+/* Takes an entry matching (pid, seg_id), or for pid 0 any own segment of len; 1 if found. */
+static int pool_take(int pid, uint64_t seg_id, size_t len, ctl_ent_t *out)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&pool_lock);
+    for (int i = 0; i < npool && !found; i++) {
+        if (pid ? pool[i].pid == pid && pool[i].seg_id == seg_id
+                : pool[i].fd >= 0 && pool[i].len == len &&
+                      atomic_load_explicit(&((rma_ctl_t *)pool[i].addr)->left,
+                                           memory_order_acquire) == pool[i].peers) {
+            *out = pool[i];
+            pool[i] = pool[--npool];
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return found;
+}
+
+/* Keeps a segment for a later window; the oldest entry goes when the pool is full. */
+static void pool_put(const ctl_ent_t *e)
+{
+    ctl_ent_t old = {NULL, 0, 0, -1, 0, 0};
+
+    pthread_mutex_lock(&pool_lock);
+    if (npool == CTL_POOL) {
+        old = pool[0];
+        memmove(&pool[0], &pool[1], (CTL_POOL - 1) * sizeof(pool[0]));
+        npool--;
+    }
+    pool[npool++] = *e;
+    pthread_mutex_unlock(&pool_lock);
+    if (old.addr != NULL)
+        rma_seg_detach(old.addr, old.len);
+    if (old.fd >= 0)
+        close(old.fd);
+}
+
 /* Rank 0: creates the control segment with `data_len` bytes of window data after it. */
 static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc, const char *func)
 {
     rma_ctl_t hdr;
-    size_t ctl_len = ctl_layout(&hdr, win->nranks);
-    void *addr;
-    int fd, rc;
+    size_t ctl_len = ctl_layout(&hdr, win->nranks),
+           len = round_up(ctl_len + data_len, rma_page_size());
+    ctl_ent_t e;
+    int rc;
 
-    rc = rma_seg_create(ctl_len + data_len, NULL, &addr, &fd);
-    if (rc != 0)
-        return rma_err(NULL, func, MPI_ERR_NO_MEM,
-                       "cannot create a %zu-byte shared segment: "
-                       "%s",
-                       ctl_len + data_len, strerror(-rc));
-    memcpy(addr, &hdr, sizeof(hdr));
-    win->seg = addr;
-    win->seg_len = round_up(ctl_len + data_len, rma_page_size());
-    win->seg_fd = fd; /* open until MPI_Win_free: peers may map it until they return */
-    win->ctl = addr;
+    if (data_len == 0 && pool_take(0, 0, len, &e)) {
+        memset(e.addr, 0, len);
+    } else {
+        rc = rma_seg_create(len, NULL, &e.addr, &e.fd);
+        if (rc != 0)
+            return rma_err(NULL, func, MPI_ERR_NO_MEM,
+                           "cannot create a %zu-byte shared segment: %s", len, strerror(-rc));
+        e.seg_id = rma_seg_new_id();
+    }
+    memcpy(e.addr, &hdr, sizeof(hdr));
+    win->seg = e.addr;
+    win->seg_len = len;
+    win->seg_fd = e.fd; /* open until MPI_Win_free: peers may map it until they return */
+    win->seg_id = e.seg_id;
+    win->ctl = e.addr;
     desc->pid = getpid();
-    desc->fd = fd;
-    desc->len = win->seg_len;
+    desc->fd = e.fd;
+    desc->len = len;
+    desc->seg_id = e.seg_id;
     return MPI_SUCCESS;
 }
 
 /* Ranks other than 0: map rank 0's control segment. */
 static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char *func)
 {
+    ctl_ent_t e;
+
     if (desc->len == 0)
         return rma_err(NULL, func, MPI_ERR_NO_MEM,
                        "rank 0 could not create the window's "
                        "shared segment");
+    win->seg_id = desc->seg_id;
+    win->seg_pid = desc->pid;
+    if (desc->seg_id != 0 && pool_take(desc->pid, desc->seg_id, desc->len, &e) &&
+        e.len == desc->len) {
+        win->seg = e.addr;
+        win->seg_len = e.len;
+        win->ctl = win->seg;
+        return MPI_SUCCESS;
+    }
     win->seg = rma_seg_attach(desc);
     if (win->seg == NULL)
         return rma_err(NULL, func, MPI_ERR_OTHER,
@@ -191,7 +273,20 @@ static void win_destroy(rma_win_t *win)
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
         rma_win_dyn_destroy(win);
     rma_memreg_release(win->expose);
-    rma_seg_detach(win->seg, win->seg_len);
+    if (win->seg != NULL && win->seg_id != 0 &&
+        (win->flavor == MPI_WIN_FLAVOR_CREATE || win->flavor == MPI_WIN_FLAVOR_DYNAMIC)) {
+        /* kept for the next window (see the pool above) */
+        ctl_ent_t e = {win->seg,
+                       win->seg_len,
+                       win->rank == 0 ? 0 : win->seg_pid,
+                       win->rank == 0 ? win->seg_fd : -1,
+                       win->seg_id,
+                       (uint32_t)win->nranks - 1};
+        pool_put(&e);
+        win->seg_fd = -1;
+    } else {
+        rma_seg_detach(win->seg, win->seg_len);
+    }
     if (win->group != MPI_GROUP_NULL)
         PMPI_Group_free(&win->group);
     if (win->seg_fd >= 0)
@@ -382,6 +477,9 @@ int rma_win_free(rma_win_t *win)
 {
     /* nobody may still be accessing our memory, nor we theirs, once this returns */
     rma_sync_barrier(win);
+    /* the last access to the control segment: rank 0 reuses it only once all are done */
+    if (win->rank != 0)
+        atomic_fetch_add_explicit(&win->ctl->left, 1, memory_order_release);
     win_destroy(win);
     return MPI_SUCCESS;
 }
