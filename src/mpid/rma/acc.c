@@ -296,44 +296,23 @@ typedef struct acc_op {
     size_t esize;    /* bytes of one basic element (data bytes) */
     int relaxed;
     int held;      /* the stripes of the whole target buffer are held (stripe_hold) */
-    int err;       /* -errno of a failed transport call */
     char *scratch; /* read-modify-write of atomic kinds: 2 x scratch_len bytes */
     size_t scratch_len;
-    /* packed read-modify-write: transfers between the target and a packed buffer */
-    char *buf;
-    int write;
-    int niov, max_iov;
+    /* transfers between the target and local buffers */
+    char *buf; /* packed read-modify-write: the packed buffer */
+    rma_mover_t mv;
     struct iovec liov[64], riov[64];
 } acc_op_t;
 
 /* Reads (write 0) or writes n target bytes at ta from/to buf, directly where they are
- * mapped here and through the transport elsewhere. 0 or -errno. */
+ * mapped here and through the transport elsewhere; done when it returns. 0 or -errno. */
 static int acc_rw(acc_op_t *a, uintptr_t ta, char *buf, size_t n, int write)
 {
-    while (n > 0) {
-        size_t run = rma_tspan_run(&a->span, ta, n);
-        const rma_dyn_hit_t *m = rma_tspan_map(&a->span, ta, run);
-        int rc = 0;
-        if (m != NULL) {
-            char *t = m->local + (ta - m->lo);
-            memcpy(write ? t : buf, write ? buf : t, run);
-        } else {
-            struct iovec l = {buf, run}, r = {(void *)ta, run};
-            if (write) {
-                rma_expose_write_begin(a->win, a->trank);
-                rc = rma_nm_shm_ops.writev(a->span.pid, &l, 1, &r, 1);
-                rma_expose_write_end(a->win, a->trank);
-            } else {
-                rc = rma_nm_shm_ops.readv(a->span.pid, &l, 1, &r, 1);
-            }
-        }
-        if (rc != 0)
-            return a->err = rc;
-        ta += run;
-        buf += run;
-        n -= run;
-    }
-    return 0;
+    int rc;
+
+    a->mv.write = write;
+    rc = rma_mover_piece(&a->mv, ta, buf, n);
+    return rc != 0 ? rc : rma_mover_flush(&a->mv);
 }
 
 /* Read-modify-write of n bytes of whole elements of an atomic kind at ta, whose packed
@@ -348,7 +327,7 @@ static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
     if (n > a->scratch_len) {
         char *p = realloc(a->scratch, 2 * n);
         if (p == NULL)
-            return a->err = -12; /* -ENOMEM */
+            return -12; /* -ENOMEM */
         a->scratch = p;
         a->scratch_len = n;
     }
@@ -416,50 +395,12 @@ static int acc_piece_mark(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
     return 0;
 }
 
-static int acc_iov_flush(acc_op_t *a)
-{
-    int rc;
-
-    if (a->niov == 0)
-        return 0;
-    if (a->write) {
-        rma_expose_write_begin(a->win, a->trank);
-        rc = rma_nm_shm_ops.writev(a->span.pid, a->liov, a->niov, a->riov, a->niov);
-        rma_expose_write_end(a->win, a->trank);
-    } else {
-        rc = rma_nm_shm_ops.readv(a->span.pid, a->liov, a->niov, a->riov, a->niov);
-    }
-    a->niov = 0;
-    if (rc != 0)
-        a->err = rc;
-    return rc;
-}
-
-/* walk (packed read-modify-write): moves one piece between the target and the packed
- * buffer, directly where mapped, batched for the transport elsewhere. */
+/* walk (packed read-modify-write): one piece between the target and the packed buffer */
 static int acc_piece_move(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
 {
     acc_op_t *a = arg;
-    uintptr_t ta = a->span.taddr + (uintptr_t)toff;
-    char *b = a->buf + boff;
 
-    while (len > 0) {
-        size_t n = rma_tspan_run(&a->span, ta, len);
-        const rma_dyn_hit_t *m = rma_tspan_map(&a->span, ta, n);
-        if (m != NULL) {
-            char *t = m->local + (ta - m->lo);
-            memcpy(a->write ? t : b, a->write ? b : t, n);
-        } else {
-            a->liov[a->niov] = (struct iovec){b, n};
-            a->riov[a->niov] = (struct iovec){(void *)ta, n};
-            if (++a->niov == a->max_iov && acc_iov_flush(a) != 0)
-                return a->err;
-        }
-        ta += n;
-        b += n;
-        len -= n;
-    }
-    return 0;
+    return rma_mover_piece(&a->mv, a->span.taddr + (uintptr_t)toff, a->buf + boff, len);
 }
 
 /* Moves the whole target buffer to (write 0) or from (write 1) the packed buffer `buf` of
@@ -476,13 +417,11 @@ static int acc_move(acc_op_t *a, char *buf, int write)
         return 0;
     }
     a->buf = buf;
-    a->write = write;
-    a->niov = 0;
-    a->max_iov = (int)(rma_env.cma_batch < 64 ? rma_env.cma_batch : 64);
+    a->mv.write = write;
     rc = rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_move, a);
     if (rc == 0)
-        acc_iov_flush(a);
-    return a->err != 0 ? a->err : rc;
+        rma_mover_flush(&a->mv);
+    return a->mv.err != 0 ? a->mv.err : rc;
 }
 
 /* Takes the stripes of every cache line of the target buffer, in the global order, and
@@ -697,6 +636,9 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         return rc;
     }
     win->ops_in_fence = 1;
+    a->mv = (rma_mover_t){
+        win, trank, 0, &a->span, 0,       (int)(rma_env.cma_batch < 64 ? rma_env.cma_batch : 64),
+        0,   0,     0, 0,        a->liov, a->riov};
     a->esize = (size_t)a->td->basic_size;
     a->nelem = tbytes / a->td->basic_size;
     a->akind =
@@ -745,15 +687,13 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         rc = rma_dtl_walk_pairs(a->td, tcount, a->bd, a->nelem, acc_piece, a);
     if (a->held)
         stripe_unlock_set(win, &set);
-    if (a->span.local == NULL && a->span.nmaps <= 1 &&
-        rma_tspan_map(&a->span, a->span.taddr, 1) == NULL)
-        rma_expose_note(win, trank, a->span.taddr, bytes,
-                        rma_tspan_region(&a->span, a->span.taddr));
+    if (a->mv.ncma > 0) /* as Put/Get: what went through CMA counts towards a move */
+        rma_expose_note(win, trank, a->mv.cma_addr, bytes, a->mv.cma_region);
     if (rc == 0 && rpk != NULL)
         rma_dtl_copy(result, a->rd, rcount, rpk, a->bd, a->nelem);
     if (rc == 1)
         rc = rma_err(win, func, MPI_ERR_OTHER, "MPI_Reduce_local failed for op %s", op_names[opi]);
-    else if (rc == -12 || (rc == -1 && a->err == 0))
+    else if (rc == -12 || (rc == -1 && a->mv.err == 0))
         rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for a %zu-byte accumulate", bytes);
     else if (rc != 0)
         rc = rma_err(win, func, MPI_ERR_OTHER, "cross-memory access to rank %d (pid %d) failed: %s",

@@ -81,6 +81,29 @@ static inline size_t rma_tspan_region(const rma_tspan_t *sp, uintptr_t ta)
     return sp->region;
 }
 
+/* Moves bytes between a target span and local memory: directly where the span is mapped
+ * here, batched into the transport (CMA) elsewhere, pieces cut where they cross from one
+ * region to the next. CMA writes are bracketed for the owner's agent (windows/expose.c). */
+typedef struct rma_mover {
+    rma_win_t *win;
+    int trank;
+    int write; /* 1: local -> target */
+    const rma_tspan_t *span;
+    int niov, max_iov;
+    int err;                   /* -errno of a failed transport call */
+    int ncma;                  /* pieces that went through the transport ... */
+    uintptr_t cma_addr;        /* ... the first one's target address ... */
+    size_t cma_region;         /* ... and the size of the region holding it */
+    struct iovec *liov, *riov; /* the caller's arrays of max_iov entries */
+} rma_mover_t;
+
+/* Moves len bytes at target address ta from/to buf; a batch is flushed when full.
+ * 0 or -errno (also kept in mv->err). */
+int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len);
+
+/* Sends what is batched: when it returns 0, every piece so far has arrived. */
+int rma_mover_flush(rma_mover_t *mv);
+
 /* Frees what rma_target_resolve allocated for a span. */
 static inline void rma_tspan_done(rma_tspan_t *sp)
 {

@@ -15,72 +15,63 @@
 #include "netmod/netmod.h"
 #include "windows/win_error.h"
 
-/* State of one transfer while the type maps are walked. */
-typedef struct xfer {
-    int kind;
-    rma_win_t *win;
-    int trank;
-    char *origin;
-    const rma_tspan_t *span;
-    int niov, max_iov;
-    int err;                             /* -errno of a failed transport call */
-    int ncma;                            /* pieces that went through the transport ... */
-    uintptr_t cma_addr;                  /* ... the first one's target address ... */
-    size_t cma_region;                   /* ... and the size of the region holding it */
-    struct iovec liov[1024], riov[1024]; /* not zeroed: filled up to niov */
-} xfer_t;
-
-static int xfer_flush(xfer_t *x)
+int rma_mover_flush(rma_mover_t *mv)
 {
     int rc;
 
-    if (x->niov == 0)
+    if (mv->niov == 0)
         return 0;
-    if (x->kind == RMA_PUT) {
-        rma_expose_write_begin(x->win, x->trank);
-        rc = rma_nm_shm_ops.writev(x->span->pid, x->liov, x->niov, x->riov, x->niov);
-        rma_expose_write_end(x->win, x->trank);
+    if (mv->write) {
+        rma_expose_write_begin(mv->win, mv->trank);
+        rc = rma_nm_shm_ops.writev(mv->span->pid, mv->liov, mv->niov, mv->riov, mv->niov);
+        rma_expose_write_end(mv->win, mv->trank);
     } else {
-        rc = rma_nm_shm_ops.readv(x->span->pid, x->liov, x->niov, x->riov, x->niov);
+        rc = rma_nm_shm_ops.readv(mv->span->pid, mv->liov, mv->niov, mv->riov, mv->niov);
     }
-    x->niov = 0;
+    mv->niov = 0;
     if (rc != 0)
-        x->err = rc;
+        mv->err = rc;
     return rc;
 }
 
-/* One piece contiguous on both sides, cut where it crosses from one region to the next:
- * copied directly where mapped here, batched for the transport elsewhere. */
-static int xfer_piece(void *arg, MPI_Aint toff, MPI_Aint ooff, size_t len)
+int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
 {
-    xfer_t *x = arg;
-    uintptr_t ta = x->span->taddr + (uintptr_t)toff;
-    char *o = x->origin + ooff;
-
     while (len > 0) {
-        size_t n = rma_tspan_run(x->span, ta, len);
-        const rma_dyn_hit_t *m = rma_tspan_map(x->span, ta, n);
+        size_t n = rma_tspan_run(mv->span, ta, len);
+        const rma_dyn_hit_t *m = rma_tspan_map(mv->span, ta, n);
         if (m != NULL) {
             char *t = m->local + (ta - m->lo);
-            if (x->kind == RMA_PUT)
-                memcpy(t, o, n);
-            else
-                memcpy(o, t, n);
+            memcpy(mv->write ? t : buf, mv->write ? buf : t, n);
         } else {
-            if (x->ncma++ == 0) {
-                x->cma_addr = ta;
-                x->cma_region = rma_tspan_region(x->span, ta);
+            if (mv->ncma++ == 0) {
+                mv->cma_addr = ta;
+                mv->cma_region = rma_tspan_region(mv->span, ta);
             }
-            x->liov[x->niov] = (struct iovec){o, n};
-            x->riov[x->niov] = (struct iovec){(void *)ta, n};
-            if (++x->niov == x->max_iov && xfer_flush(x) != 0)
-                return x->err;
+            mv->liov[mv->niov] = (struct iovec){buf, n};
+            mv->riov[mv->niov] = (struct iovec){(void *)ta, n};
+            if (++mv->niov == mv->max_iov && rma_mover_flush(mv) != 0)
+                return mv->err;
         }
         ta += n;
-        o += n;
+        buf += n;
         len -= n;
     }
     return 0;
+}
+
+/* State of one transfer while the type maps are walked. */
+typedef struct xfer {
+    char *origin;
+    rma_mover_t mv;
+    struct iovec liov[1024], riov[1024]; /* not zeroed: filled up to mv.niov */
+} xfer_t;
+
+/* walk: one piece contiguous on both sides */
+static int xfer_piece(void *arg, MPI_Aint toff, MPI_Aint ooff, size_t len)
+{
+    xfer_t *x = arg;
+
+    return rma_mover_piece(&x->mv, x->mv.span->taddr + (uintptr_t)toff, x->origin + ooff, len);
 }
 
 /* Dynamic windows: the regions of the target that cover [lo, hi). */
@@ -225,25 +216,24 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         return MPI_SUCCESS;
     }
     memset(&x, 0, offsetof(xfer_t, liov));
-    x.kind = kind;
-    x.win = win;
-    x.trank = trank;
     x.origin = origin;
-    x.span = &span;
-    x.max_iov = (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024);
+    x.mv = (rma_mover_t){win,   trank,  kind == RMA_PUT,
+                         &span, 0,      (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024),
+                         0,     0,      0,
+                         0,     x.liov, x.riov};
     rc = rma_dtl_walk_pairs(td, tcount, od, ocount, xfer_piece, &x);
     if (rc == 0)
-        xfer_flush(&x);
-    if (x.ncma > 0)
-        rma_expose_note(win, trank, x.cma_addr, (size_t)tbytes, x.cma_region);
+        rma_mover_flush(&x.mv);
+    if (x.mv.ncma > 0)
+        rma_expose_note(win, trank, x.mv.cma_addr, (size_t)tbytes, x.mv.cma_region);
     rma_tspan_done(&span);
-    if (rc == -1 && x.err == 0)
+    if (rc == -1 && x.mv.err == 0)
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
-    if (x.err != 0)
+    if (x.mv.err != 0)
         return rma_err(win, func, MPI_ERR_OTHER,
                        "cross-memory %s rank %d (pid %d) failed: "
                        "%s",
                        kind == RMA_PUT ? "write to" : "read from", trank, span.pid,
-                       strerror(-x.err));
+                       strerror(-x.mv.err));
     return MPI_SUCCESS;
 }
