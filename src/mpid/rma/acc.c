@@ -315,6 +315,21 @@ static int acc_rw(acc_op_t *a, uintptr_t ta, char *buf, size_t n, int write)
     return rc != 0 ? rc : rma_mover_flush(&a->mv);
 }
 
+/* Two scratch buffers of at least n bytes each (kept for the call). 0, or -1 without memory. */
+static int scratch_get(acc_op_t *a, size_t n, char **old_p, char **upd_p)
+{
+    if (n > a->scratch_len) {
+        char *p = realloc(a->scratch, 2 * n);
+        if (p == NULL)
+            return -1;
+        a->scratch = p;
+        a->scratch_len = n;
+    }
+    *old_p = a->scratch;
+    *upd_p = a->scratch + a->scratch_len;
+    return 0;
+}
+
 /* Read-modify-write of n bytes of whole elements of an atomic kind at ta, whose packed
  * operands start at boff; the stripes are held. 0, -errno, or 1 when MPI_Reduce_local
  * failed. */
@@ -324,15 +339,8 @@ static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
     char *old, *upd;
     int rc;
 
-    if (n > a->scratch_len) {
-        char *p = realloc(a->scratch, 2 * n);
-        if (p == NULL)
-            return -12; /* -ENOMEM */
-        a->scratch = p;
-        a->scratch_len = n;
-    }
-    old = a->scratch;
-    upd = a->scratch + a->scratch_len;
+    if (scratch_get(a, n, &old, &upd) != 0)
+        return -12; /* -ENOMEM */
     if ((rc = acc_rw(a, ta, old, n, 0)) != 0)
         return rc;
     if (a->rpk != NULL)
@@ -447,15 +455,8 @@ static int acc_packed(acc_op_t *a)
     char *old, *upd;
     int write = a->op != RMA_OP_NO_OP, rc, same = 1;
 
-    if (bytes > a->scratch_len) {
-        char *p = realloc(a->scratch, 2 * bytes);
-        if (p == NULL)
-            return -12; /* -ENOMEM */
-        a->scratch = p;
-        a->scratch_len = bytes;
-    }
-    old = a->scratch;
-    upd = a->scratch + a->scratch_len;
+    if (scratch_get(a, bytes, &old, &upd) != 0)
+        return -12; /* -ENOMEM */
     if (write)
         rma_dtl_copy(upd, a->bd, a->nelem, a->opk, a->bd, a->nelem);
     rc = acc_move(a, old, 0);
