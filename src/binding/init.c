@@ -16,6 +16,7 @@
 #include "mpid/rma/env.h"
 #include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
+#include "netmod/ucx/nm_ucx.h"
 #include "rma_ext.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"
@@ -25,7 +26,6 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void init_body(void)
 {
     rma_env_init();
-    rma_nm_shm_ops.init();
     rma_acc_ops_probe();
 }
 
@@ -37,16 +37,20 @@ void rma_init_once(void)
 int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
         rma_init_once();
+        rma_locality_init();
+    }
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
         rma_init_once();
+        rma_locality_init();
+    }
     return rc;
 }
 
@@ -56,9 +60,9 @@ int MPI_Finalize(void)
 
     if (live > 0 && rma_env.verbose)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
+    rma_ucx_finalize(); /* collective when any process started UCX */
     rma_agent_stop();
     rma_dtl_finalize();
-    rma_nm_shm_ops.finalize();
     rma_seg_finalize();
     rma_memreg_finalize();
     rma_win_finalize();

@@ -3,6 +3,7 @@
  */
 #include "binding/binding.h"
 #include "mpid/rma/rma.h"
+#include "sync/sync.h"
 
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
@@ -56,6 +57,9 @@ static int request_op(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, M
 
     if (rc == MPI_SUCCESS)
         rc = rma_xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
+    /* off-node transfers are only issued: the request completes when they have */
+    if (rc == MPI_SUCCESS && trank != MPI_PROC_NULL && win->targets[trank].nm.pending)
+        rc = rma_flush_net(win, trank, func);
     if (rc == MPI_SUCCESS)
         rc = rma_request_done(win, req, func);
     return rc;

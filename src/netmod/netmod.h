@@ -1,26 +1,59 @@
 /*
- * netmod.h - the transport boundary. The device core moves bytes it cannot load/store
- * directly through one of these tables: `shm` (cross-memory attach to same-node processes)
- * now, `ucx` (RDMA, atomics, active messages to off-node processes) next.
+ * netmod.h - the transport boundary. The device core loads and stores directly whatever a
+ * target has mapped here; every other byte and every control word of a target goes through
+ * the ops table the window picked for that target when it was created:
+ *
+ *   shm  same node, memory not mapped here: cross-memory attach (process_vm_readv/writev)
+ *   ucx  another node (or every peer with RMA_NETMOD_ONLY=1): UCX RDMA, network atomics
+ *        and active messages (netmod/ucx)
+ *
+ * Calls are keyed by (window, target): rma_nm_tgt_t is what one window knows about reaching
+ * one target, including the remote keys exchanged when the window was created.
  */
 #ifndef RMA_NETMOD_H
 #define RMA_NETMOD_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
+
+struct rma_netmod_ops;
+
+/* One (window, target) as the transport sees it. */
+typedef struct rma_nm_tgt {
+    const struct rma_netmod_ops *ops; /* NULL: the target is reached only by load/store */
+    void *ep;                         /* ucx: endpoint to the target's process */
+    int pid;                          /* shm: the target's process id */
+    int world;                        /* the target's rank in MPI_COMM_WORLD */
+    int pending;                      /* operations issued since the target's last flush */
+    uintptr_t ctl_raddr;              /* target's address of its node's control segment */
+    void *ctl_key;                    /* remote key of that segment */
+    void *data_key;                   /* remote key of the target's window memory */
+} rma_nm_tgt_t;
+
+/* Atomic operations on remote words (ucx) */
+enum { RMA_NM_AMO_ADD = 0, RMA_NM_AMO_SWAP, RMA_NM_AMO_CSWAP };
 
 typedef struct rma_netmod_ops {
     const char *name;
-    /* Process-wide start/stop (MPI_Init / MPI_Finalize). 0 or -errno. */
-    int (*init)(void);
-    void (*finalize)(void);
-    /* Copies local iovecs into (writev) or out of (readv) the target's remote iovecs; the
-     * data has arrived when the call returns. 0, or -errno. */
-    int (*writev)(int pid, const struct iovec *local, int nlocal, const struct iovec *remote,
-                  int nremote);
-    int (*readv)(int pid, const struct iovec *local, int nlocal, const struct iovec *remote,
-                 int nremote);
+    /* Copies local iovecs to (writev) or from (readv) target addresses, one entry against
+     * one entry. shm: done on return; ucx: issued (done at flush). 0 or -errno. */
+    int (*writev)(rma_nm_tgt_t *t, void *key, const struct iovec *local, const struct iovec *remote,
+                  int n);
+    int (*readv)(rma_nm_tgt_t *t, void *key, const struct iovec *local, const struct iovec *remote,
+                 int n);
+    /* A 4- or 8-byte atomic at raddr: ADD, SWAP, or CSWAP (replaces with value when the word
+     * equals compare). With fetched, waits for the old value; without, only issues it (ADD
+     * only). 0 or -errno. */
+    int (*amo)(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr, uint64_t value,
+               uint64_t compare, uint64_t *fetched);
+    /* Every operation issued to the target is complete at the target. 0 or -errno. */
+    int (*flush)(rma_nm_tgt_t *t);
 } rma_netmod_ops_t;
 
 extern const rma_netmod_ops_t rma_nm_shm_ops;
+#ifdef HAVE_UCX
+extern const rma_netmod_ops_t rma_nm_ucx_ops;
+#endif
 
 #endif

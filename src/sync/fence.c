@@ -1,28 +1,61 @@
 /*
  * fence.c - MPI_Win_fence and the window's shared-memory barrier.
  */
+#include <string.h>
+
+#include "sync/ctl.h"
 #include "sync/sync.h"
 #include "sync/wait.h"
 
-/* Barrier on the control segment. Small groups: every rank publishes its barrier count on
- * its own cache line and waits until all peers' counts reach it (one store and n-1 reads,
- * no contended read-modify-write). Large groups: a central counter, whose last arrival
- * advances the round the others wait on. */
+/* Barrier on the control segments. Every rank publishes its barrier count on its own cache
+ * line of its node's segment, and adds one to its line in every other node's segment (a
+ * network atomic to one rank of each node, issued after its operations are complete
+ * there); then it waits until every rank's count in its own node's segment reaches it: one
+ * store, one atomic per other node and n-1 local reads, no contended read-modify-write.
+ * Large single-node groups: a central counter, whose last arrival advances the round the
+ * others wait on. */
 #define FLAG_BARRIER_MAX 32
+
+/* Every operation to off-node targets is complete there. 0 or the error raised. */
+static int barrier_flush(rma_win_t *win, const char *func)
+{
+    for (int t = 0; t < win->nranks; t++) {
+        int rc = rma_ctl_flush(win, t);
+        if (rc != 0)
+            return rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d: %s", t, strerror(-rc));
+    }
+    win->net_dirty = 0;
+    return MPI_SUCCESS;
+}
 
 int rma_sync_barrier(rma_win_t *win)
 {
     rma_ctl_t *ctl = win->ctl;
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     uint64_t epoch = ++win->bar_epoch;
+    int rc;
 
-    if (win->nranks <= FLAG_BARRIER_MAX) {
+    if (win->nranks <= FLAG_BARRIER_MAX || win->nreps > 0) {
+        if (win->net && (rc = barrier_flush(win, "MPI_Win_fence")) != MPI_SUCCESS)
+            return rc;
         atomic_store_explicit(&rma_ctl_rank(ctl, win->rank)->bar_epoch, epoch,
                               memory_order_release);
+        for (int i = 0; i < win->nreps; i++) {
+            int r = win->reps[i];
+            rc = rma_ctl_add(win, r, RMA_CTL_OFF(win, win->rank, bar_epoch), 1);
+            if (rc != 0)
+                return rma_err(win, "MPI_Win_fence", MPI_ERR_OTHER, "cannot reach rank %d: %s", r,
+                               strerror(-rc));
+        }
+        /* our arrivals must land even if we leave first and never progress again */
+        if (win->nreps > 0 && (rc = barrier_flush(win, "MPI_Win_fence")) != MPI_SUCCESS)
+            return rc;
         for (int t = 0; t < win->nranks; t++) {
             _Atomic uint64_t *e = &rma_ctl_rank(ctl, t)->bar_epoch;
-            while (atomic_load_explicit(e, memory_order_acquire) < epoch)
+            while (atomic_load_explicit(e, memory_order_acquire) < epoch) {
+                rma_ctl_progress(win);
                 rma_backoff(&bo);
+            }
         }
         return MPI_SUCCESS;
     }
@@ -57,7 +90,9 @@ int rma_fence(rma_win_t *win, int assert)
         return rma_err(win, func, MPI_ERR_RMA_SYNC,
                        "an exposure epoch opened by MPI_Win_post is still open");
     atomic_thread_fence(memory_order_seq_cst);
-    rma_sync_barrier(win);
+    int rc = rma_sync_barrier(win);
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (assert & MPI_MODE_NOSUCCEED) {
         win->epoch = RMA_EPOCH_NONE;
         win->all_access = 0;
@@ -65,6 +100,7 @@ int rma_fence(rma_win_t *win, int assert)
         win->epoch = RMA_EPOCH_FENCE;
         win->all_access = 1;
     }
+    win->sync_gen++;
     win->ops_in_fence = 0;
     return MPI_SUCCESS;
 }

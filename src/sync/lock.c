@@ -7,40 +7,154 @@
  * unlocked target can run without ever entering MPI (passive target progress).
  */
 #include <stdlib.h>
+#include <string.h>
 
+#include "sync/ctl.h"
 #include "sync/sync.h"
 #include "sync/wait.h"
 
-static void lock_acquire(rma_win_t *win, int rank, int lock_type)
-{
-    _Atomic uint64_t *w = &rma_ctl_rank(win->ctl, rank)->lock;
-    rma_backoff_t bo = RMA_BACKOFF_INIT;
+/* The lock protocol, written once over sync/ctl.h: a same-node origin runs it with CPU
+ * atomics on the mapped word, an off-node one with network atomics (no target CPU).
+ *
+ * Target t's word: shared lockers add 1 and step back while the word shows an exclusive
+ * holder or an exclusive locker waiting (so a stream of shared lockers cannot starve an
+ * exclusive one); an exclusive locker first tries 0 -> EXCL, else registers as a waiter and
+ * takes the word when no holder is left. The window's global word at rank 0 (lock_g) makes
+ * lock_all one atomic: lock_all counts itself there and steps back while exclusive locks
+ * are held or wanted; an exclusive locker counts itself there first and waits for running
+ * lock_all epochs to end (foMPI's two-level scheme). Every call returns 0 or -errno. */
 
-    if (lock_type == MPI_LOCK_EXCLUSIVE) {
-        for (;;) {
-            uint64_t expect = 0;
-            if (atomic_compare_exchange_weak_explicit(w, &expect, RMA_LOCK_EXCL,
-                                                      memory_order_acquire, memory_order_relaxed))
-                return;
-            rma_backoff(&bo);
-        }
+#define LOCK_OFF(win, t) RMA_CTL_OFF(win, t, lock)
+#define LOCKG_OFF(win)   RMA_CTL_OFF(win, 0, lock_g)
+#define NEG(v)           ((uint64_t)0 - (v))
+
+/* Waits until (word & mask) == 0, backing off; the network moves meanwhile. */
+static int word_wait_clear(rma_win_t *win, int t, size_t off, uint64_t mask)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    uint64_t v;
+    int rc;
+
+    while ((rc = rma_ctl_load(win, t, off, &v)) == 0 && (v & mask) != 0) {
+        rma_ctl_progress(win);
+        rma_backoff(&bo);
     }
+    return rc;
+}
+
+static int lock_shared(rma_win_t *win, int t, size_t off, uint64_t busy)
+{
+    uint64_t old;
+    int rc;
+
     for (;;) {
-        if (!(atomic_fetch_add_explicit(w, 1, memory_order_acquire) & RMA_LOCK_EXCL))
-            return;
-        atomic_fetch_sub_explicit(w, 1, memory_order_relaxed);
-        while (atomic_load_explicit(w, memory_order_relaxed) & RMA_LOCK_EXCL)
-            rma_backoff(&bo);
+        if ((rc = rma_ctl_fadd(win, t, off, 1, &old)) != 0)
+            return rc;
+        if (!(old & busy))
+            return 0;
+        if ((rc = rma_ctl_add(win, t, off, NEG(1))) != 0 || (rc = rma_ctl_flush(win, t)) != 0 ||
+            (rc = word_wait_clear(win, t, off, busy)) != 0)
+            return rc;
     }
 }
 
-static void lock_release(rma_win_t *win, int rank, int lock_type)
+static int lock_exclusive(rma_win_t *win, int t)
 {
-    _Atomic uint64_t *w = &rma_ctl_rank(win->ctl, rank)->lock;
+    size_t off = LOCK_OFF(win, t);
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    uint64_t v, seen;
+    int rc;
 
-    /* exclusive release subtracts its bit: shared lockers may be passing through */
-    atomic_fetch_sub_explicit(w, lock_type == MPI_LOCK_EXCLUSIVE ? RMA_LOCK_EXCL : 1,
-                              memory_order_release);
+    if ((rc = rma_ctl_cas(win, t, off, 0, RMA_LOCK_EXCL, &seen)) != 0 || seen == 0)
+        return rc;
+    if ((rc = rma_ctl_fadd(win, t, off, RMA_LOCK_WAITER, &v)) != 0)
+        return rc;
+    v += RMA_LOCK_WAITER;
+    for (;;) {
+        if (!(v & RMA_LOCK_EXCL) && (v & RMA_LOCK_SHARED) == 0) {
+            if ((rc = rma_ctl_cas(win, t, off, v, v - RMA_LOCK_WAITER + RMA_LOCK_EXCL, &seen)) != 0)
+                return rc;
+            if (seen == v)
+                return 0;
+            v = seen;
+            continue;
+        }
+        rma_ctl_progress(win);
+        rma_backoff(&bo);
+        if ((rc = rma_ctl_load(win, t, off, &v)) != 0)
+            return rc;
+    }
+}
+
+static int lock_acquire(rma_win_t *win, int rank, int lock_type)
+{
+    uint64_t old;
+    int rc;
+
+    if (lock_type == MPI_LOCK_SHARED)
+        return lock_shared(win, rank, LOCK_OFF(win, rank), RMA_LOCK_EXCL | ~RMA_LOCK_SHARED);
+    /* count ourselves at the global word, then wait for lock_all epochs to drain */
+    if ((rc = rma_ctl_fadd(win, 0, LOCKG_OFF(win), RMA_LOCKG_EXCL, &old)) != 0)
+        return rc;
+    if ((old & RMA_LOCKG_ALL) != 0 && (rc = word_wait_clear(win, 0, LOCKG_OFF(win), RMA_LOCKG_ALL)))
+        return rc;
+    return lock_exclusive(win, rank);
+}
+
+/* Releases a lock; operations to the target are complete there first. */
+static int lock_release(rma_win_t *win, int rank, int lock_type)
+{
+    int rc = rma_ctl_flush(win, rank);
+
+    if (rc != 0)
+        return rc;
+    if (lock_type == MPI_LOCK_SHARED) {
+        rc = rma_ctl_add(win, rank, LOCK_OFF(win, rank), NEG(1));
+    } else {
+        /* exclusive release subtracts its bit: shared lockers may be passing through */
+        rc = rma_ctl_add(win, rank, LOCK_OFF(win, rank), NEG(RMA_LOCK_EXCL));
+        if (rc == 0)
+            rc = rma_ctl_add(win, 0, LOCKG_OFF(win), NEG(RMA_LOCKG_EXCL));
+        if (rc == 0)
+            rc = rma_ctl_flush(win, 0);
+    }
+    /* the release must arrive before we return: nothing may progress our network later */
+    return rc != 0 ? rc : rma_ctl_flush(win, rank);
+}
+
+static int lock_all_acquire(rma_win_t *win)
+{
+    return lock_shared(win, 0, LOCKG_OFF(win), ~RMA_LOCKG_ALL);
+}
+
+/* Every off-node target's operations are complete there (flush_all, unlock_all). */
+static int flush_net_all(rma_win_t *win)
+{
+    int rc = 0;
+
+    if (!win->net_dirty)
+        return 0;
+    for (int t = 0; t < win->nranks && rc == 0; t++)
+        rc = rma_ctl_flush(win, t);
+    if (rc == 0)
+        win->net_dirty = 0;
+    return rc;
+}
+
+static int lock_all_release(rma_win_t *win)
+{
+    int rc = flush_net_all(win);
+
+    if (rc == 0)
+        rc = rma_ctl_add(win, 0, LOCKG_OFF(win), NEG(1));
+    return rc != 0 ? rc : rma_ctl_flush(win, 0);
+}
+
+/* The error of a failed network call while synchronizing with rank t. */
+static int net_fail(rma_win_t *win, const char *func, int t, int rc)
+{
+    return rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d (world rank %d): %s", t,
+                   win->world[t], strerror(-rc));
 }
 
 /* ------------------------------------------------------------------ threads
@@ -170,13 +284,19 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
         tg->lock_pending = 1;
         win->locks_pending++;
         pthread_mutex_unlock(&win->mtx);
-        lock_acquire(win, rank, lock_type);
+        int lrc = lock_acquire(win, rank, lock_type);
         pthread_mutex_lock(&win->mtx);
         win->locks_pending--;
         tg->lock_pending = 0;
+        if (lrc != 0) {
+            held_remove(win, rank);
+            rc = net_fail(win, func, rank, lrc);
+            goto out;
+        }
     }
     tg->lock_type = (uint8_t)lock_type;
     tg->lock_holders = 1;
+    win->sync_gen++;
     tg->access = 1;
     win->nlocks++;
     win->epoch = RMA_EPOCH_LOCK;
@@ -206,8 +326,9 @@ int rma_unlock(rma_win_t *win, int rank)
     if (--tg->lock_holders > 0)
         goto out;
     atomic_thread_fence(memory_order_seq_cst);
-    if (!tg->lock_nocheck)
-        lock_release(win, rank, tg->lock_type);
+    int lrc = tg->lock_nocheck ? rma_ctl_flush(win, rank) : lock_release(win, rank, tg->lock_type);
+    if (lrc != 0)
+        rc = net_fail(win, func, rank, lrc);
     tg->lock_type = 0;
     tg->access = 0;
     if (--win->nlocks == 0)
@@ -261,11 +382,16 @@ int rma_lock_all(rma_win_t *win, int assert)
     if (!nocheck) {
         win->lock_all_pending = 1;
         pthread_mutex_unlock(&win->mtx);
-        for (int t = 0; t < win->nranks; t++)
-            lock_acquire(win, t, MPI_LOCK_SHARED);
+        int lrc = lock_all_acquire(win);
         pthread_mutex_lock(&win->mtx);
         win->lock_all_pending = 0;
+        if (lrc != 0) {
+            held_remove(win, -1);
+            rc = net_fail(win, func, 0, lrc);
+            goto out;
+        }
     }
+    win->sync_gen++;
     win->lock_all_holders = 1;
     win->epoch = RMA_EPOCH_LOCK_ALL;
     win->all_access = 1;
@@ -288,9 +414,9 @@ int rma_unlock_all(rma_win_t *win)
     if (--win->lock_all_holders > 0)
         goto out;
     atomic_thread_fence(memory_order_seq_cst);
-    if (!win->lock_all_nocheck)
-        for (int t = 0; t < win->nranks; t++)
-            lock_release(win, t, MPI_LOCK_SHARED);
+    int lrc = win->lock_all_nocheck ? flush_net_all(win) : lock_all_release(win);
+    if (lrc != 0)
+        rc = net_fail(win, "MPI_Win_unlock_all", 0, lrc);
     win->lock_all_nocheck = 0;
     win->epoch = RMA_EPOCH_NONE;
     win->all_access = 0;
@@ -311,4 +437,11 @@ int rma_flush_error(rma_win_t *win, int rank, const char *func)
                        win->nranks);
     return rma_err(win, func, MPI_ERR_RMA_SYNC,
                    "rank %d is not in a passive target epoch (lock or lock_all)", rank);
+}
+
+int rma_flush_net(rma_win_t *win, int rank, const char *func)
+{
+    int rc = rank == RMA_FLUSH_ALL ? flush_net_all(win) : rma_ctl_flush(win, rank);
+
+    return rc == 0 ? MPI_SUCCESS : net_fail(win, func, rank == RMA_FLUSH_ALL ? 0 : rank, rc);
 }

@@ -1,15 +1,21 @@
 /*
  * pscw.c - general active target synchronization: post, start, complete, wait, test.
  *
- * The control segment holds post[origin][target], the number of MPI_Win_post calls of
- * `target` that named `origin`; an origin's start consumes one post of each target of its
- * group (post_seen counts consumed posts). Each target's complete_cnt counts
- * MPI_Win_complete calls aimed at it; wait/test compare it with the number of origins its
- * posts named. All counters only grow, so epochs match in order without resets.
+ * post[origin][target] counts the MPI_Win_post calls of `target` that named `origin`; it
+ * lives in the origin's node's control segment (the origin reads it there; an off-node
+ * target adds to it with a network atomic). An origin consumes one post of each target of
+ * its start group (post_seen counts consumed posts) - lazily: MPI_Win_start returns at
+ * once, and the first operation to a target, or MPI_Win_complete, waits for its post. Each
+ * target's complete_cnt, in the target's node, counts MPI_Win_complete calls aimed at it;
+ * wait/test compare it with the number of origins its posts named. All counters only grow,
+ * so epochs match in order without resets. The same protocol serves both kinds of origin
+ * (sync/ctl.h).
  */
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "sync/ctl.h"
 #include "sync/sync.h"
 #include "sync/wait.h"
 
@@ -59,10 +65,16 @@ int rma_post(rma_win_t *win, MPI_Group group, int assert)
         return rma_err(win, func, MPI_ERR_GROUP, "the group is not a subgroup of the window");
     }
     atomic_thread_fence(memory_order_seq_cst);
-    for (int i = 0; i < n; i++)
-        atomic_fetch_add_explicit(rma_ctl_post(win->ctl, ranks[i], win->rank), 1,
-                                  memory_order_release);
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
+        int o = ranks[i], nrc = rma_ctl_add(win, o, rma_ctl_off_post(win, o, win->rank), 1);
+        if (nrc == 0 && !win->targets[o].local)
+            nrc = rma_ctl_flush(win, o); /* a post must not wait for our next call */
+        if (nrc != 0)
+            rc = rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d: %s", o, strerror(-nrc));
+    }
     free(ranks);
+    if (rc != MPI_SUCCESS)
+        return rc;
     win->complete_expected += (uint64_t)n;
     win->exposure_open = 1;
     return MPI_SUCCESS;
@@ -86,36 +98,57 @@ int rma_start(rma_win_t *win, MPI_Group group, int assert)
         return rma_err(win, func, MPI_ERR_GROUP, "the group is not a subgroup of the window");
     for (int i = 0; i < n; i++) {
         int t = win->start_ranks[i];
-        if (!(assert &MPI_MODE_NOCHECK)) {
-            _Atomic uint32_t *p = rma_ctl_post(win->ctl, win->rank, t);
-            rma_backoff_t bo = RMA_BACKOFF_INIT;
-            while ((int32_t)(atomic_load_explicit(p, memory_order_acquire) - win->post_seen[t]) <=
-                   0)
-                rma_backoff(&bo);
-            win->post_seen[t]++;
-        }
-        win->targets[t].access = 1;
+        if (assert & MPI_MODE_NOCHECK)
+            win->targets[t].access = 1;
+        else
+            win->targets[t].start_pending = 1; /* rma_pscw_wait_post, when needed */
     }
+    win->sync_gen++;
     win->nstart = n;
     win->epoch = RMA_EPOCH_PSCW;
     return MPI_SUCCESS;
 }
 
+void rma_pscw_wait_post(rma_win_t *win, int t)
+{
+    _Atomic uint64_t *p = rma_ctl_post(win->ctl, win->rank, t);
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    while ((int64_t)(atomic_load_explicit(p, memory_order_acquire) - win->post_seen[t]) <= 0) {
+        rma_ctl_progress(win);
+        rma_backoff(&bo);
+    }
+    win->post_seen[t]++;
+    win->targets[t].start_pending = 0;
+    win->targets[t].access = 1;
+}
+
 int rma_complete(rma_win_t *win)
 {
+    int rc = MPI_SUCCESS;
+
     if (win->epoch != RMA_EPOCH_PSCW)
         return rma_err(win, "MPI_Win_complete", MPI_ERR_RMA_SYNC,
                        "no access epoch was opened with MPI_Win_start");
     atomic_thread_fence(memory_order_seq_cst);
     for (int i = 0; i < win->nstart; i++) {
-        int t = win->start_ranks[i];
-        atomic_fetch_add_explicit(&rma_ctl_rank(win->ctl, t)->complete_cnt, 1,
-                                  memory_order_release);
+        int t = win->start_ranks[i], nrc;
+        if (win->targets[t].start_pending)
+            rma_pscw_wait_post(win, t);
+        /* the target counts us once our operations are complete there */
+        nrc = rma_ctl_flush(win, t);
+        if (nrc == 0)
+            nrc = rma_ctl_add(win, t, RMA_CTL_OFF(win, t, complete_cnt), 1);
+        if (nrc == 0 && !win->targets[t].local)
+            nrc = rma_ctl_flush(win, t);
+        if (nrc != 0 && rc == MPI_SUCCESS)
+            rc = rma_err(win, "MPI_Win_complete", MPI_ERR_OTHER, "cannot reach rank %d: %s", t,
+                         strerror(-nrc));
         win->targets[t].access = 0;
     }
     win->nstart = 0;
     win->epoch = RMA_EPOCH_NONE;
-    return MPI_SUCCESS;
+    return rc;
 }
 
 static int exposure_done(rma_win_t *win)
@@ -131,8 +164,10 @@ int rma_wait(rma_win_t *win)
     if (!win->exposure_open)
         return rma_err(win, "MPI_Win_wait", MPI_ERR_RMA_SYNC,
                        "no exposure epoch was opened with MPI_Win_post");
-    while (!exposure_done(win))
+    while (!exposure_done(win)) {
+        rma_ctl_progress(win);
         rma_backoff(&bo);
+    }
     win->exposure_open = 0;
     return MPI_SUCCESS;
 }
@@ -142,6 +177,7 @@ int rma_test(rma_win_t *win, int *flag)
     if (!win->exposure_open)
         return rma_err(win, "MPI_Win_test", MPI_ERR_RMA_SYNC,
                        "no exposure epoch was opened with MPI_Win_post");
+    rma_ctl_progress(win);
     *flag = exposure_done(win);
     if (*flag)
         win->exposure_open = 0;

@@ -19,6 +19,9 @@ int rma_fence(rma_win_t *win, int assert);
 int rma_post(rma_win_t *win, MPI_Group group, int assert);
 int rma_start(rma_win_t *win, MPI_Group group, int assert);
 int rma_complete(rma_win_t *win);
+/* Origin in a PSCW access epoch: waits for target t's post (MPI_Win_start returned without
+ * it) and opens access to t. */
+void rma_pscw_wait_post(rma_win_t *win, int t);
 int rma_wait(rma_win_t *win);
 int rma_test(rma_win_t *win, int *flag);
 int rma_lock(rma_win_t *win, int lock_type, int rank, int assert);
@@ -33,6 +36,8 @@ int rma_sync_leave_fence(rma_win_t *win, const char *func);
 /* Out of line: why a flush was refused (rank RMA_FLUSH_ALL for the _all forms). */
 #define RMA_FLUSH_ALL (-0x7fff)
 int rma_flush_error(rma_win_t *win, int rank, const char *func);
+/* Out of line: completes at the target what was issued to off-node targets. */
+int rma_flush_net(rma_win_t *win, int rank, const char *func);
 
 /* MPI_Win_flush(_local): all operations to `rank` are complete (locally and at the target)
  * once the preceding stores are globally ordered. */
@@ -42,6 +47,8 @@ static inline int rma_flush(rma_win_t *win, int rank, const char *func)
                      !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type)))
         return rma_flush_error(win, rank, func);
     atomic_thread_fence(memory_order_seq_cst);
+    if (rma_unlikely(win->targets[rank].nm.pending))
+        return rma_flush_net(win, rank, func);
     return MPI_SUCCESS;
 }
 
@@ -51,6 +58,8 @@ static inline int rma_flush_all(rma_win_t *win, const char *func)
     if (rma_unlikely(win->epoch != RMA_EPOCH_LOCK_ALL && win->epoch != RMA_EPOCH_LOCK))
         return rma_flush_error(win, RMA_FLUSH_ALL, func);
     atomic_thread_fence(memory_order_seq_cst);
+    if (rma_unlikely(win->net_dirty))
+        return rma_flush_net(win, RMA_FLUSH_ALL, func);
     return MPI_SUCCESS;
 }
 

@@ -59,6 +59,7 @@ rma_win_t *rma_win_new(void)
         pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
         pthread_mutex_init(&win->mtx, &attr);
         pthread_mutexattr_destroy(&attr);
+        pthread_mutex_init(&win->dyn_mtx, NULL);
     }
     pthread_mutex_lock(&win_lock);
     idx = slot_alloc();
@@ -105,6 +106,7 @@ void rma_win_delete(rma_win_t *win)
     rma_win_retire(win);
     free(win->attrs);
     pthread_mutex_destroy(&win->mtx);
+    pthread_mutex_destroy(&win->dyn_mtx);
     free(win);
 }
 

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "netmod/netmod.h"
+
 #define RMA_CACHE_LINE  64
 #define rma_likely(x)   __builtin_expect(!!(x), 1)
 #define rma_unlikely(x) __builtin_expect(!!(x), 0)
@@ -30,16 +32,26 @@
 /* ------------------------------------------------------------------ control segment */
 
 #define RMA_CTL_MAGIC   0x726d61636c74726cULL /* "rmacltrl" */
-#define RMA_CTL_VERSION 2
+#define RMA_CTL_VERSION 3
 #define RMA_ACC_NLOCKS  256 /* accumulate lock stripes per window (see doc/atomicity.md) */
 
-/* Lock word of one target: bit 63 = held exclusive, low bits = shared holders. */
-#define RMA_LOCK_EXCL (UINT64_C(1) << 63)
+/* Lock word of one target (sync/lock.c): bit 63 = held exclusive, bits 32..62 = exclusive
+ * lockers waiting (shared lockers step aside for them), bits 0..31 = shared holders. */
+#define RMA_LOCK_EXCL   (UINT64_C(1) << 63)
+#define RMA_LOCK_WAITER (UINT64_C(1) << 32)
+#define RMA_LOCK_SHARED UINT64_C(0xffffffff)
+/* The window's global lock word (rank 0's lock_g): bits 32..63 = exclusive locks held or
+ * wanted anywhere, bits 0..31 = lock_all epochs (foMPI's two-level scheme: lock_all is one
+ * atomic here, not one per target). */
+#define RMA_LOCKG_EXCL  UINT64_C(0x100000000)
+#define RMA_LOCKG_ALL   UINT64_C(0xffffffff)
 
-/* Per-rank synchronization state, one cache line each concept. */
+/* Per-rank synchronization state, one cache line each concept. Every node's control
+ * segment has a slot for every rank (sync/ctl.h): a rank's own words live in its node's. */
 typedef struct rma_ctl_rank {
-    _Atomic uint64_t lock; /* passive target lock word of this rank */
-    char pad0[RMA_CACHE_LINE - 8];
+    _Atomic uint64_t lock;   /* passive target lock word of this rank */
+    _Atomic uint64_t lock_g; /* rank 0 only: the window's global lock word */
+    char pad0[RMA_CACHE_LINE - 16];
     _Atomic uint64_t complete_cnt; /* PSCW: MPI_Win_complete calls received as a target */
     char pad1[RMA_CACHE_LINE - 8];
     _Atomic uint64_t dyn_seq;     /* dynamic windows: seqlock over this rank's region table */
@@ -49,7 +61,8 @@ typedef struct rma_ctl_rank {
     _Atomic int32_t dyn_tab_fd;   /* the table segment's descriptor in the owner */
     _Atomic uint32_t dyn_tab_cap; /* regions the table holds */
     char pad2[RMA_CACHE_LINE - 32];
-    _Atomic uint64_t bar_epoch; /* fence barrier: barriers this rank has entered */
+    _Atomic uint64_t bar_epoch; /* fence barrier: barriers this rank has entered (every
+                                 * node's segment has every rank's count, sync/fence.c) */
     char pad3[RMA_CACHE_LINE - 8];
     /* exposure (windows/expose.c): create windows publish their memory here once the
      * agent moved it onto a segment; peers ask for a move through move_addr */
@@ -83,7 +96,7 @@ typedef struct rma_ctl {
     uint32_t version;
     uint32_t nranks;
     uint64_t ranks_off;    /* rma_ctl_rank_t[nranks] */
-    uint64_t post_off;     /* _Atomic uint32_t post[origin][target] */
+    uint64_t post_off;     /* _Atomic uint64_t post[origin][target], in origin's node */
     uint64_t acc_off;      /* _Atomic uint32_t [RMA_ACC_NLOCKS], one per cache line */
     _Atomic uint32_t left; /* MPI_Win_free: ranks other than 0 that are done with it */
     uint32_t pad;
@@ -101,9 +114,9 @@ static inline rma_ctl_rank_t *rma_ctl_rank(rma_ctl_t *ctl, int rank)
     return (rma_ctl_rank_t *)((char *)ctl + ctl->ranks_off) + rank;
 }
 
-static inline _Atomic uint32_t *rma_ctl_post(rma_ctl_t *ctl, int origin, int target)
+static inline _Atomic uint64_t *rma_ctl_post(rma_ctl_t *ctl, int origin, int target)
 {
-    return (_Atomic uint32_t *)((char *)ctl + ctl->post_off) + (size_t)origin * ctl->nranks +
+    return (_Atomic uint64_t *)((char *)ctl + ctl->post_off) + (size_t)origin * ctl->nranks +
            target;
 }
 
@@ -137,15 +150,17 @@ typedef struct rma_target {
     uintptr_t remote_base; /* target's address of its window base (0 for dynamic) */
     MPI_Aint size;         /* target window size in bytes */
     int disp_unit;
-    uint8_t access;       /* an access epoch (lock or start) covers this target */
-    uint8_t lock_type;    /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
-    uint8_t lock_nocheck; /* lock taken with MPI_MODE_NOCHECK: no lock word held */
-    uint8_t lock_pending; /* a thread of ours is acquiring the lock word */
-    uintptr_t map_lo;     /* target addresses [map_lo, map_lo + map_len) are mapped ... */
+    uint8_t access;        /* an access epoch (lock or start) covers this target */
+    uint8_t lock_type;     /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
+    uint8_t lock_nocheck;  /* lock taken with MPI_MODE_NOCHECK: no lock word held */
+    uint8_t lock_pending;  /* a thread of ours is acquiring the lock word */
+    uint8_t start_pending; /* in the MPI_Win_start group, its post not consumed yet */
+    uintptr_t map_lo;      /* target addresses [map_lo, map_lo + map_len) are mapped ... */
     size_t map_len;
     char *map_local;      /* ... here, starting at map_local (NULL: nothing mapped) */
     int pid;              /* target process (CMA) */
-    int local;            /* same node */
+    int local;            /* same node: its control words are mapped here */
+    rma_nm_tgt_t nm;      /* how bytes and words not mapped here reach it (netmod.h) */
     int lock_holders;     /* threads of ours inside MPI_Win_lock epochs on this target */
     uint64_t expose_seen; /* create windows: the target's expose_seq mapped here */
     uint64_t cma_ns;      /* estimated time spent reaching the target through CMA */
@@ -155,6 +170,8 @@ typedef struct rma_target {
     const rma_dyn_region_t *dtab; /* dynamic windows: the target's region table mapped here */
     size_t dtab_len;
     uint64_t dtab_id;
+    struct rma_dyn_cache *dcache; /* off-node dynamic targets: regions and keys fetched */
+    MPI_Win peer_win;             /* the target's handle of this window */
 } rma_target_t;
 
 typedef struct rma_attr {
@@ -179,8 +196,11 @@ typedef struct rma_win {
     int flavor;       /* MPI_WIN_FLAVOR_* */
     int acc_mode;     /* accumulate mechanism, RMA_ACC_MODE_* (doc/atomicity.md) */
     rma_target_t *targets;
-    rma_ctl_t *ctl;
+    rma_ctl_t *ctl; /* this node's control segment */
     int rank, nranks;
+    int net;            /* some target is off-node: reached through UCX */
+    int net_dirty;      /* operations were issued to off-node targets since the last flush_all */
+    uint64_t sync_gen;  /* epochs opened (off-node region tables are checked once per epoch) */
     uint64_t bar_epoch; /* barriers entered on this window */
 
     MPI_Win handle;
@@ -193,9 +213,15 @@ typedef struct rma_win {
     /* memory this rank owns for the window */
     void *seg; /* control segment mapping (+ data for allocate flavors) */
     size_t seg_len;
-    int seg_fd;                /* rank 0: the segment's descriptor, open until free */
-    uint64_t seg_id;           /* the control segment's id (pooled by win_flavor.c) */
-    int seg_pid;               /* ranks other than 0: rank 0's pid */
+    int seg_fd;      /* rank 0: the segment's descriptor, open until free */
+    uint64_t seg_id; /* the control segment's id (pooled by win_flavor.c) */
+    int seg_pid;     /* ranks other than the node's leader: the leader's pid */
+    int leader;      /* the window rank that made this node's control segment */
+    int *world;      /* MPI_COMM_WORLD rank of each window rank */
+    int *reps;       /* one rank of each other node (fence arrivals go there) */
+    int nreps;
+    void *net_ctl;             /* UCX registration of the control segment (rma_ucx_mem_t) */
+    void *net_data;            /* ... and of the window memory when it is not in it */
     struct rma_memreg *expose; /* create flavor: registered region holding base, or NULL */
     rma_dyn_region_t *dyn_tab; /* dynamic flavor: this rank's region table (a segment) */
     uint32_t dyn_cap;
@@ -204,9 +230,12 @@ typedef struct rma_win {
     int *dyn_old_fds; /* tables outgrown: open until free, so peers never map a reused fd */
     int ndyn_old;
     void **dyn_regs; /* rma_memreg of each region, in table order */
+    void **dyn_net;  /* windows with off-node peers: UCX registration of each region */
     void **dyn_zero; /* bases attached with size 0 */
     int ndyn_zero;
     pthread_mutex_t mtx;      /* this process's epoch and cache state, for MPI_THREAD_MULTIPLE */
+    pthread_mutex_t dyn_mtx;  /* this rank's region table, for the agent (never held while
+                               * waiting for anything) */
     _Atomic int expose_ready; /* created: the agent may serve move requests (expose.c) */
 
     /* PSCW state */
@@ -282,6 +311,8 @@ int rma_win_free(rma_win_t *win);
  * destroy: releases the regions, tables and cached peer tables. */
 int rma_win_dyn_init(rma_win_t *win);
 void rma_win_dyn_destroy(rma_win_t *win);
+/* Registers the active-message handlers of off-node region tables (once UCX runs). */
+void rma_win_dyn_net_init(void);
 int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size);
 int rma_win_detach(rma_win_t *win, const void *base);
 /* One attached region of a dynamic-window target as an origin sees it: where it is mapped
@@ -290,6 +321,7 @@ typedef struct rma_dyn_hit {
     uintptr_t lo, hi;
     char *local;
     int atomic;
+    void *key; /* off-node targets: the region's remote key */
 } rma_dyn_hit_t;
 
 /* Resolves [addr, addr+len) at a dynamic-window target: the attached regions that cover it
@@ -329,6 +361,18 @@ void rma_expose_refresh(rma_win_t *win, int trank);
 
 /* Owner's agent: serves a peer's request to move this rank's memory of the window. */
 void rma_expose_serve(rma_win_t *win);
+
+/* ------------------------------------------------------------------ locality (locality.c) */
+
+/* MPI_Init: learns which processes of MPI_COMM_WORLD share a node, as
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) says (collective over MPI_COMM_WORLD). */
+void rma_locality_init(void);
+
+/* For the n ranks of comm (group: its group): their MPI_COMM_WORLD ranks and a node number
+ * each, equal for ranks on one node. With RMA_NETMOD_ONLY=1 every process is a node of its
+ * own unless `real` (shared-memory windows). 0, or -1 when a rank is not in
+ * MPI_COMM_WORLD. Collective over comm only when MPI_Init was not seen. */
+int rma_locality(MPI_Comm comm, MPI_Group group, int n, int real, int *world, int *node);
 
 /* Parses info keys into win->info (defaults first). */
 void rma_win_info_parse(rma_win_t *win, MPI_Info info);

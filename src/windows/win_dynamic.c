@@ -11,6 +11,9 @@
  * until the window is freed, so a descriptor number a peer reads is never reused under it.
  */
 #define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,8 @@
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
+#include "netmod/ucx/nm_ucx.h"
+#include "sync/ctl.h"
 #include "sync/wait.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"
@@ -25,6 +30,235 @@
 #include "windows/win_error.h"
 
 #define DYN_TAB_MIN 16 /* regions of the first table */
+
+/* ------------------------------------------------------------------ off-node peers
+ *
+ * Windows with off-node peers register every attached region with UCX. An off-node origin
+ * keeps a copy of a target's regions with their unpacked keys (rma_dyn_cache), fetched with
+ * an active message that the target's agent answers; when an access is not covered by the
+ * copy it reads the target's dyn_seq with a network atomic and fetches the table again if
+ * the generation moved. */
+
+typedef struct rma_dyn_cache {
+    uint64_t gen;     /* the target's dyn_seq when fetched */
+    uint64_t checked; /* the window's sync_gen when gen was last compared with the target's */
+    int n;
+    rma_nm_tgt_t *nm;
+    struct dyn_entry {
+        uint64_t base, len;
+        void *key;
+    } * r;
+} rma_dyn_cache_t;
+
+/* The wire format: header, then n entries, then the packed keys one after another. */
+typedef struct dyn_req {
+    uint64_t cookie; /* the origin's rma_dyn_wait_t */
+    int32_t win;     /* the target's handle of the window */
+    int32_t pad;
+} dyn_req_t;
+
+typedef struct dyn_reply {
+    uint64_t cookie;
+    uint64_t gen;
+    uint32_t n;
+    int32_t err;
+} dyn_reply_t;
+
+typedef struct dyn_wire {
+    uint64_t base, len, key_len;
+} dyn_wire_t;
+
+typedef struct dyn_wait {
+    _Atomic int done;
+    char *buf;
+    size_t len;
+} dyn_wait_t;
+
+static void *dyn_net_map(void *base, size_t len)
+{
+    rma_ucx_mem_t *m = calloc(1, sizeof(*m));
+
+    if (m != NULL && rma_ucx_mem_map(base, len, m) != 0) {
+        free(m);
+        m = NULL;
+    }
+    return m;
+}
+
+static void dyn_net_release(void *p)
+{
+    if (p != NULL)
+        rma_ucx_mem_unmap(p);
+    free(p);
+}
+
+static void dcache_free(rma_dyn_cache_t *c)
+{
+    if (c == NULL)
+        return;
+    for (int i = 0; i < c->n; i++)
+        rma_ucx_key_close(c->r[i].key);
+    free(c->r);
+    free(c);
+}
+
+/* Target's agent: answers a request for this rank's regions of a window. */
+static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
+{
+    const dyn_req_t *q = hdr;
+    dyn_reply_t h = {0};
+    rma_win_t *win;
+    char *buf = NULL;
+    size_t blen = 0, off;
+
+    if (hlen < sizeof(*q) || reply_ep == NULL)
+        return;
+    h.cookie = q->cookie;
+    win = rma_win_lookup((MPI_Win)q->win);
+    if (win == NULL || win->flavor != MPI_WIN_FLAVOR_DYNAMIC || !win->net) {
+        h.err = 1;
+        rma_ucx_am_reply(reply_ep, RMA_UCX_AM_DYN_REPLY, &h, sizeof(h), NULL, 0);
+        return;
+    }
+    pthread_mutex_lock(&win->dyn_mtx); /* attach and detach change the table under it */
+    h.gen = atomic_load_explicit(&rma_ctl_rank(win->ctl, win->rank)->dyn_seq, memory_order_acquire);
+    h.n = win->dyn_n;
+    blen = (size_t)h.n * sizeof(dyn_wire_t);
+    for (uint32_t i = 0; i < h.n; i++)
+        blen += ((rma_ucx_mem_t *)win->dyn_net[i])->blob_len;
+    buf = malloc(blen + 1);
+    if (buf == NULL) {
+        h.err = 1;
+        h.n = 0;
+    }
+    off = (size_t)h.n * sizeof(dyn_wire_t);
+    for (uint32_t i = 0; buf != NULL && i < h.n; i++) {
+        rma_ucx_mem_t *m = win->dyn_net[i];
+        dyn_wire_t w = {win->dyn_tab[i].base, win->dyn_tab[i].len, m->blob_len};
+        memcpy(buf + i * sizeof(w), &w, sizeof(w));
+        memcpy(buf + off, m->blob, m->blob_len);
+        off += m->blob_len;
+    }
+    pthread_mutex_unlock(&win->dyn_mtx);
+    rma_ucx_am_reply(reply_ep, RMA_UCX_AM_DYN_REPLY, &h, sizeof(h), buf, buf ? blen : 0);
+    free(buf);
+}
+
+/* Origin: the answer arrives (inside rma_ucx_progress on this thread). */
+static void dyn_answer(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
+{
+    const dyn_reply_t *h = hdr;
+    dyn_wait_t *w;
+
+    if (hlen < sizeof(*h))
+        return;
+    w = (dyn_wait_t *)(uintptr_t)h->cookie;
+    w->buf = malloc(hlen + len + 1);
+    if (w->buf != NULL) {
+        memcpy(w->buf, hdr, hlen);
+        memcpy(w->buf + hlen, data, len);
+        w->len = hlen + len;
+    }
+    atomic_store_explicit(&w->done, 1, memory_order_release);
+}
+
+void rma_win_dyn_net_init(void)
+{
+    rma_ucx_am_register(RMA_UCX_AM_DYN_REQ, dyn_serve);
+    rma_ucx_am_register(RMA_UCX_AM_DYN_REPLY, dyn_answer);
+}
+
+/* Fetches target t's regions and keys into its cache. 0 or -errno. */
+static int dcache_fetch(rma_win_t *win, int t)
+{
+    rma_target_t *tg = &win->targets[t];
+    dyn_wait_t w = {0};
+    dyn_req_t q = {(uint64_t)(uintptr_t)&w, (int32_t)tg->peer_win, 0};
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    rma_dyn_cache_t *c;
+    const dyn_reply_t *h;
+    size_t off;
+    int rc;
+
+    rc = rma_ucx_am_request(&tg->nm, RMA_UCX_AM_DYN_REQ, &q, sizeof(q), NULL, 0);
+    if (rc != 0)
+        return rc;
+    while (!atomic_load_explicit(&w.done, memory_order_acquire)) {
+        if (!rma_ucx_progress())
+            rma_backoff(&bo);
+    }
+    if (w.buf == NULL)
+        return -12; /* -ENOMEM */
+    h = (const dyn_reply_t *)w.buf;
+    c = calloc(1, sizeof(*c));
+    if (h->err || c == NULL || (h->n > 0 && (c->r = calloc(h->n, sizeof(*c->r))) == NULL)) {
+        rc = h->err ? -EINVAL : -12;
+        free(c);
+        free(w.buf);
+        return rc;
+    }
+    c->gen = h->gen;
+    off = sizeof(*h) + (size_t)h->n * sizeof(dyn_wire_t);
+    for (uint32_t i = 0; i < h->n; i++) {
+        dyn_wire_t e;
+        memcpy(&e, w.buf + sizeof(*h) + i * sizeof(e), sizeof(e));
+        c->r[i].base = e.base;
+        c->r[i].len = e.len;
+        c->r[i].key = rma_ucx_key_open(&tg->nm, w.buf + off);
+        off += e.key_len;
+        c->n++;
+    }
+    free(w.buf);
+    dcache_free(tg->dcache);
+    tg->dcache = c;
+    return 0;
+}
+
+/* The cached regions of t covering [addr, addr+len) into hits: how many (0 when a byte is
+ * not covered). */
+static int dcache_lookup(const rma_dyn_cache_t *c, uintptr_t addr, size_t len, rma_dyn_hit_t *hits,
+                         int max)
+{
+    uintptr_t at = addr, end = addr + len;
+    int found = 0;
+
+    if (c == NULL)
+        return 0;
+    for (int i = 0; i < c->n && at < end; i++) {
+        if (c->r[i].base + c->r[i].len <= at || c->r[i].base > at)
+            continue;
+        if (found < max)
+            hits[found] =
+                (rma_dyn_hit_t){c->r[i].base, c->r[i].base + c->r[i].len, NULL, 0, c->r[i].key};
+        found++;
+        at = c->r[i].base + c->r[i].len;
+    }
+    return at < end || end < addr ? 0 : found;
+}
+
+/* rma_win_dyn_resolve for an off-node target. */
+static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rma_dyn_hit_t *hits,
+                           int max, int *n_p)
+{
+    rma_target_t *tg = &win->targets[t];
+    uint64_t gen;
+    int n;
+
+    pthread_mutex_lock(&win->mtx);
+    /* attach and detach are seen from the next epoch on: once per epoch (or on a miss) the
+     * target's generation is read, and the copy refreshed when it moved */
+    n = dcache_lookup(tg->dcache, addr, len, hits, max);
+    if ((n == 0 || tg->dcache->checked != win->sync_gen) &&
+        rma_ctl_load(win, t, RMA_CTL_OFF(win, t, dyn_seq), &gen) == 0) {
+        if ((tg->dcache == NULL || gen != tg->dcache->gen) && dcache_fetch(win, t) == 0)
+            n = dcache_lookup(tg->dcache, addr, len, hits, max);
+        if (tg->dcache != NULL)
+            tg->dcache->checked = win->sync_gen;
+    }
+    pthread_mutex_unlock(&win->mtx);
+    *n_p = n;
+    return n == 0 ? MPI_ERR_RMA_RANGE : MPI_SUCCESS;
+}
 
 /* Publishes a table of cap regions holding `tab` (owner, in the control segment). */
 static void tab_publish(rma_win_t *win, uint64_t id)
@@ -47,6 +281,15 @@ static int tab_grow(rma_win_t *win, uint32_t cap, uint32_t n)
     rc = rma_seg_create((size_t)cap * sizeof(rma_dyn_region_t), NULL, &addr, &fd);
     if (rc != 0)
         return rc;
+    if (win->net) {
+        void **nets = realloc(win->dyn_net, (size_t)cap * sizeof(*nets));
+        if (nets == NULL) {
+            rma_seg_detach(addr, (size_t)cap * sizeof(rma_dyn_region_t));
+            close(fd);
+            return -12; /* -ENOMEM */
+        }
+        win->dyn_net = nets;
+    }
     regs = realloc(win->dyn_regs, (size_t)cap * sizeof(*regs));
     old = realloc(win->dyn_old_fds, (size_t)(win->ndyn_old + 1) * sizeof(*old));
     if (regs != NULL)
@@ -81,6 +324,11 @@ void rma_win_dyn_destroy(rma_win_t *win)
      * serve rank 0's next window */
     for (uint32_t i = 0; i < win->dyn_n && win->dyn_regs != NULL; i++)
         rma_memreg_release(win->dyn_regs[i]);
+    for (uint32_t i = 0; i < win->dyn_n && win->dyn_net != NULL; i++)
+        dyn_net_release(win->dyn_net[i]);
+    for (int t = 0; win->targets != NULL && t < win->nranks; t++)
+        dcache_free(win->targets[t].dcache);
+    free(win->dyn_net);
     if (win->dyn_tab != NULL)
         rma_seg_detach(win->dyn_tab, (size_t)win->dyn_cap * sizeof(rma_dyn_region_t));
     if (win->dyn_tab_fd >= 0 && win->dyn_tab != NULL)
@@ -104,6 +352,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     rma_memreg_t *reg = NULL;
     rma_dyn_region_t r = {0};
     rma_dyn_region_t *tab;
+    void *net = NULL;
     int rc = MPI_SUCCESS;
 
     if (win->flavor != MPI_WIN_FLAVOR_DYNAMIC)
@@ -140,6 +389,12 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     }
     if (win->nranks > 1 && rma_seg_sharing_works())
         reg = rma_memreg_expose(base, (size_t)size);
+    if (win->net && (net = dyn_net_map(base, (size_t)size)) == NULL) {
+        rma_memreg_release(reg);
+        rc = rma_err(win, func, MPI_ERR_OTHER, "cannot register [%p, +%ld) with UCX", base,
+                     (long)size);
+        goto out;
+    }
     r.base = lo;
     r.len = (uint64_t)size;
     r.seg_fd = -1;
@@ -148,7 +403,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
         r.seg_base = reg->base;
         r.seg_len = reg->len;
         r.seg_fd = reg->fd;
-        r.atomic = 1;
+        r.atomic = !win->net; /* off-node origins cannot use CPU atomics (doc/atomicity.md) */
     }
     if (rma_env.verbose >= 2)
         fprintf(stderr, "librma: MPI_Win_attach window 0x%x: rank %d region [%p, +%ld) %s\n",
@@ -156,21 +411,31 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
                 reg != NULL ? "shared (peers load/store it)"
                             : "reached through cross-memory attach");
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_acq_rel);
-    if (n == win->dyn_cap && tab_grow(win, 2 * win->dyn_cap, n) != 0) {
+    pthread_mutex_lock(&win->dyn_mtx);
+    rc = n == win->dyn_cap ? tab_grow(win, 2 * win->dyn_cap, n) : 0;
+    pthread_mutex_unlock(&win->dyn_mtx);
+    if (rc != 0) {
         atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
         rma_memreg_release(reg);
+        dyn_net_release(net);
         rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for %u attached regions", n + 1);
         goto out;
     }
+    pthread_mutex_lock(&win->dyn_mtx);
     tab = win->dyn_tab;
     memmove(&tab[pos + 1], &tab[pos], (n - pos) * sizeof(*tab));
     memmove(&win->dyn_regs[pos + 1], &win->dyn_regs[pos], (n - pos) * sizeof(*win->dyn_regs));
     tab[pos] = r;
     win->dyn_regs[pos] = reg;
+    if (win->net) {
+        memmove(&win->dyn_net[pos + 1], &win->dyn_net[pos], (n - pos) * sizeof(*win->dyn_net));
+        win->dyn_net[pos] = net;
+    }
     atomic_store_explicit(&me->dyn_count, n + 1, memory_order_relaxed);
     win->dyn_n = n + 1;
+    pthread_mutex_unlock(&win->dyn_mtx);
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
-    if (reg == NULL && win->nranks > 1)
+    if (reg == NULL && win->nranks > 1 && !win->net)
         rma_expose_offer(win); /* peers reach it through CMA until the agent moves it */
 out:
     pthread_mutex_unlock(&win->mtx);
@@ -205,15 +470,21 @@ int rma_win_detach(rma_win_t *win, const void *base)
         return rma_err(win, func, MPI_ERR_RMA_ATTACH, "%p is not the base of an attached region",
                        base);
     }
+    pthread_mutex_lock(&win->dyn_mtx);
     reg = win->dyn_regs[pos];
+    void *net = win->net ? win->dyn_net[pos] : NULL;
+    if (win->net)
+        memmove(&win->dyn_net[pos], &win->dyn_net[pos + 1], (n - pos - 1) * sizeof(void *));
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_acq_rel);
     memmove(&tab[pos], &tab[pos + 1], (n - pos - 1) * sizeof(*tab));
     memmove(&win->dyn_regs[pos], &win->dyn_regs[pos + 1], (n - pos - 1) * sizeof(*win->dyn_regs));
     atomic_store_explicit(&me->dyn_count, n - 1, memory_order_relaxed);
     win->dyn_n = n - 1;
+    pthread_mutex_unlock(&win->dyn_mtx);
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
     pthread_mutex_unlock(&win->mtx);
     rma_memreg_release(reg);
+    dyn_net_release(net);
     return MPI_SUCCESS;
 }
 
@@ -348,6 +619,11 @@ int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, 
     rma_dyn_region_t stack[8], *r = max <= 8 ? stack : malloc((size_t)max * sizeof(*r));
     int n, rc = MPI_SUCCESS;
 
+    if (!win->targets[target].local) {
+        if (r != stack)
+            free(r);
+        return dyn_resolve_net(win, target, addr, len, hits, max, n_p);
+    }
     if (r == NULL)
         return MPI_ERR_NO_MEM;
     pthread_mutex_lock(&win->mtx);
@@ -369,6 +645,7 @@ int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, 
                         : seg != NULL       ? seg + (r[i].base - r[i].seg_base)
                                             : NULL;
         hits[i].atomic = r[i].atomic;
+        hits[i].key = NULL;
         if (hits[i].atomic && hits[i].local == NULL)
             rc = MPI_ERR_OTHER;
     }

@@ -8,6 +8,8 @@
  * publish attached regions in the control segment (win_dynamic.c).
  */
 #define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -17,6 +19,8 @@
 #include <stdio.h>
 
 #include "mpid/rma/env.h"
+#include "netmod/ucx/nm_ucx.h"
+#include "sync/ctl.h"
 #include "sync/sync.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"
@@ -25,14 +29,17 @@
 
 /* What each rank tells the others when a window is created (one allgather). */
 typedef struct rank_info {
-    uint64_t node; /* identity of the node (hostname + boot id) */
+    int32_t need_ep; /* this rank lacks an endpoint to an off-node peer of the window */
+    int32_t net_err; /* this rank could not start the network transport */
+    int32_t handle;  /* its handle of the window */
+    int32_t pad;
     uint64_t base; /* window base in the owner's address space */
     uint64_t size;
     int32_t disp_unit;
     int32_t pid;
     rma_seg_desc_t seg; /* create flavor: segment holding the window, fd -1 if none */
     uint64_t seg_base;  /* owner's address of that segment */
-    rma_seg_desc_t ctl; /* rank 0, create/dynamic flavors: the control segment */
+    rma_seg_desc_t ctl; /* node leaders, create/dynamic flavors: the control segment */
 } rank_info_t;
 
 static size_t round_up(size_t v, size_t a)
@@ -58,75 +65,103 @@ static size_t ctl_layout(rma_ctl_t *hdr, int n)
     return round_up(off, rma_page_size());
 }
 
-/* A 64-bit identity of this node: processes that share it can share memory. */
-static uint64_t node_identity(void)
-{
-    static uint64_t id;
-    char buf[512] = "";
-    uint64_t h = 1469598103934665603ULL;
-    FILE *f;
-
-    if (id != 0)
-        return id;
-    gethostname(buf, 255);
-    f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f != NULL) {
-        size_t len = strlen(buf);
-        if (fgets(buf + len, (int)(sizeof(buf) - len), f) == NULL)
-            buf[len] = '\0';
-        fclose(f);
-    }
-    for (const char *p = buf; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    id = h ? h : 1;
-    return id;
-}
-
-/* Common start of every flavor: rank, group, target arrays, info. No collective call. */
+/* Common start of every flavor: rank, group, target arrays, info, where each rank is (no
+ * collective call unless MPI_Init was not seen); starts the network when a peer is
+ * off-node. */
 static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, const char *func)
 {
+    int *node;
+
     rma_env_init();
     win->flavor = flavor;
+    win->leader = 0;
     if (comm == MPI_COMM_NULL || PMPI_Comm_rank(comm, &win->rank) != MPI_SUCCESS)
         return rma_err(NULL, func, MPI_ERR_COMM, "invalid communicator");
     PMPI_Comm_size(comm, &win->nranks);
     PMPI_Comm_group(comm, &win->group);
     rma_win_info_parse(win, info);
-    if (rma_env.netmod_only)
-        return rma_err(NULL, func, MPI_ERR_OTHER,
-                       "RMA_NETMOD_ONLY=1 asks for the network transport, but this build of "
-                       "librma has only the shared-memory transport");
     win->targets = calloc((size_t)win->nranks, sizeof(*win->targets));
     win->post_seen = calloc((size_t)win->nranks, sizeof(*win->post_seen));
     win->start_ranks = calloc((size_t)win->nranks, sizeof(*win->start_ranks));
-    if (win->targets == NULL || win->post_seen == NULL || win->start_ranks == NULL)
+    win->world = calloc((size_t)win->nranks, sizeof(*win->world));
+    win->reps = calloc((size_t)win->nranks, sizeof(*win->reps));
+    node = calloc((size_t)win->nranks, sizeof(*node));
+    if (win->targets == NULL || win->post_seen == NULL || win->start_ranks == NULL ||
+        win->world == NULL || win->reps == NULL || node == NULL) {
+        free(node);
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory for %d targets", win->nranks);
+    }
+    if (rma_locality(comm, win->group, win->nranks, flavor == MPI_WIN_FLAVOR_SHARED, win->world,
+                     node) != 0) {
+        free(node);
+        return rma_err(NULL, func, MPI_ERR_OTHER,
+                       "a rank of the communicator is not in MPI_COMM_WORLD (spawned or "
+                       "connected processes are not supported)");
+    }
+    win->leader = -1;
+    for (int t = 0; t < win->nranks; t++) {
+        int first = 1;
+        win->targets[t].local = node[t] == node[win->rank];
+        win->targets[t].nm.world = win->world[t];
+        if (win->targets[t].local && win->leader < 0)
+            win->leader = t;
+        win->net |= !win->targets[t].local;
+        for (int u = 0; u < t && first; u++)
+            first = node[u] != node[t];
+        if (first && !win->targets[t].local)
+            win->reps[win->nreps++] = t; /* the first rank of another node */
+    }
+    free(node);
     return MPI_SUCCESS;
 }
 
-/* Gathers every rank's rank_info over comm into *all_p and checks that all share a node. */
+/* Starts the network when the window has off-node peers; records in me what the others
+ * must know (before the exchange, so that every rank learns of a failure). */
+static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
+{
+    const char *why = NULL;
+
+    if (!win->net)
+        return;
+    if (rma_ucx_start(&why) != 0) {
+        me->net_err = 1;
+        rma_err(NULL, func, MPI_ERR_OTHER,
+                "the window has ranks on other nodes, which librma reaches through UCX, but %s",
+                why);
+        return;
+    }
+    rma_win_dyn_net_init();
+    for (int t = 0; t < win->nranks; t++)
+        if (!win->targets[t].local && !rma_ucx_has_ep(win->world[t]))
+            me->need_ep = 1;
+}
+
+/* Gathers every rank's rank_info over comm into *all_p; fails on every rank when one of
+ * them could not start the network. */
 static int win_exchange(rma_win_t *win, MPI_Comm comm, rank_info_t *me, rank_info_t **all_p,
                         const char *func)
 {
     rank_info_t *all = malloc((size_t)win->nranks * sizeof(*all));
-    int remote = 0;
+    int bad = -1;
 
     if (all == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
-    me->node = node_identity();
     me->pid = getpid();
+    me->handle = (int32_t)win->handle;
     PMPI_Allgather(me, sizeof(*me), MPI_BYTE, all, sizeof(*me), MPI_BYTE, comm);
     for (int t = 0; t < win->nranks; t++) {
-        remote += all[t].node != me->node;
+        win->targets[t].peer_win = (MPI_Win)all[t].handle;
         win->targets[t].pid = all[t].pid;
-        win->targets[t].local = all[t].node == me->node;
+        win->targets[t].nm.pid = all[t].pid;
+        if (all[t].net_err && bad < 0)
+            bad = t;
     }
-    if (remote > 0) {
+    if (bad >= 0) {
         free(all);
-        return rma_err(NULL, func, MPI_ERR_OTHER,
-                       "ranks on other nodes: %d of %d; this build of "
-                       "librma has only the shared-memory transport",
-                       remote, win->nranks);
+        return me->net_err
+                   ? MPI_ERR_OTHER
+                   : rma_err(NULL, func, MPI_ERR_OTHER,
+                             "rank %d could not start UCX for the ranks on other nodes", bad);
     }
     *all_p = all;
     return MPI_SUCCESS;
@@ -196,7 +231,8 @@ static void pool_put(const ctl_ent_t *e)
         close(old.fd);
 }
 
-/* Rank 0: creates the control segment with `data_len` bytes of window data after it. */
+/* A node's leader: creates the control segment with `data_len` bytes of window data
+ * after it. */
 static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc, const char *func)
 {
     rma_ctl_t hdr;
@@ -227,15 +263,14 @@ static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc,
     return MPI_SUCCESS;
 }
 
-/* Ranks other than 0: map rank 0's control segment. */
+/* The other ranks of the node: map the leader's control segment. */
 static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char *func)
 {
     ctl_ent_t e;
 
     if (desc->len == 0)
         return rma_err(NULL, func, MPI_ERR_NO_MEM,
-                       "rank 0 could not create the window's "
-                       "shared segment");
+                       "rank %d could not create the window's shared segment", win->leader);
     win->seg_id = desc->seg_id;
     win->seg_pid = desc->pid;
     if (desc->seg_id != 0 && pool_take(desc->pid, desc->seg_id, desc->len, &e) &&
@@ -248,18 +283,156 @@ static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char
     win->seg = rma_seg_attach(desc);
     if (win->seg == NULL)
         return rma_err(NULL, func, MPI_ERR_OTHER,
-                       "cannot map rank 0's shared segment (pidfd_getfd: %s); librma needs "
+                       "cannot map rank %d's shared segment (pidfd_getfd: %s); librma needs "
                        "the same-user ptrace permission that cross-memory attach needs",
-                       strerror(errno));
+                       win->leader, strerror(errno));
     win->seg_len = desc->len;
     win->ctl = win->seg;
     return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ off-node targets */
+
+/* What each rank tells the others about its memory for off-node peers, followed by the
+ * packed keys (ctl_len + data_len bytes). */
+typedef struct net_info {
+    uint64_t ctl_raddr;  /* its mapping of its node's control segment */
+    uint64_t data_raddr; /* its window memory (allocate flavors: inside that segment) */
+    uint32_t ctl_len, data_len;
+    int32_t err; /* it could not register its memory */
+    int32_t pad;
+} net_info_t;
+
+/* Same-node targets not mapped here go through CMA. */
+static void win_shm_targets(rma_win_t *win)
+{
+    for (int t = 0; t < win->nranks; t++)
+        if (win->targets[t].local)
+            win->targets[t].nm.ops = &rma_nm_shm_ops;
+}
+
+/* Releases the keys and registrations of the off-node targets; their operations are
+ * complete first. */
+static void win_net_release(rma_win_t *win)
+{
+    for (int t = 0; win->targets != NULL && t < win->nranks; t++) {
+        rma_nm_tgt_t *nm = &win->targets[t].nm;
+        if (win->targets[t].local)
+            continue;
+        if (nm->ops != NULL)
+            nm->ops->flush(nm);
+        if (nm->data_key != nm->ctl_key)
+            rma_ucx_key_close(nm->data_key);
+        rma_ucx_key_close(nm->ctl_key);
+        nm->data_key = nm->ctl_key = NULL;
+    }
+    if (win->net_data != NULL)
+        rma_ucx_mem_unmap(win->net_data);
+    if (win->net_ctl != NULL)
+        rma_ucx_mem_unmap(win->net_ctl);
+    free(win->net_data);
+    free(win->net_ctl);
+    win->net_data = win->net_ctl = NULL;
+}
+
+/* Collective when the window has off-node peers: endpoints (worker addresses travel once
+ * per process pair), registration of the control segment and of the window memory (data,
+ * len; NULL when it is inside the segment or the window is dynamic), keys exchanged and
+ * unpacked once per (window, target). Allocate flavors learn each target's data address. */
+static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, void *data,
+                         size_t len, const char *func)
+{
+    net_info_t me = {0}, *in;
+    int need = 0, rc, *lens = NULL, *displs = NULL, total = 0, bad = -1;
+    char *mine = NULL, *every = NULL;
+    rma_ucx_mem_t *cm = NULL, *dm = NULL;
+
+    if (!win->net)
+        return MPI_SUCCESS;
+    for (int t = 0; t < win->nranks; t++)
+        need |= all[t].need_ep;
+    rc = rma_ucx_connect(comm, win->world, win->nranks, need);
+    me.ctl_raddr = (uintptr_t)win->seg;
+    me.data_raddr = (uintptr_t)win->base;
+    win->net_ctl = cm = calloc(1, sizeof(*cm));
+    if (data != NULL && len > 0)
+        win->net_data = dm = calloc(1, sizeof(*dm));
+    if (rc != MPI_SUCCESS || cm == NULL || (data != NULL && len > 0 && dm == NULL) ||
+        rma_ucx_mem_map(win->seg, win->seg_len, cm) != 0 ||
+        (dm != NULL && rma_ucx_mem_map(data, len, dm) != 0))
+        me.err = 1;
+    if (!me.err) {
+        me.ctl_len = (uint32_t)cm->blob_len;
+        me.data_len = dm != NULL ? (uint32_t)dm->blob_len : 0;
+    }
+    int mylen = (int)(sizeof(me) + me.ctl_len + me.data_len);
+    mine = malloc((size_t)mylen);
+    lens = malloc((size_t)win->nranks * sizeof(int));
+    displs = malloc((size_t)win->nranks * sizeof(int));
+    if (mine == NULL || lens == NULL || displs == NULL) {
+        me.err = 1;
+        me.ctl_len = me.data_len = 0;
+        mylen = (int)sizeof(me);
+    }
+    if (mine != NULL) {
+        memcpy(mine, &me, sizeof(me));
+        if (me.ctl_len)
+            memcpy(mine + sizeof(me), cm->blob, me.ctl_len);
+        if (me.data_len)
+            memcpy(mine + sizeof(me) + me.ctl_len, dm->blob, me.data_len);
+    }
+    if (lens == NULL || displs == NULL) { /* cannot take part: abort rather than hang */
+        free(mine), free(lens), free(displs);
+        return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory exchanging remote keys");
+    }
+    PMPI_Allgather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, comm);
+    for (int t = 0; t < win->nranks; t++) {
+        displs[t] = total;
+        total += lens[t];
+    }
+    every = malloc((size_t)total);
+    PMPI_Allgatherv(mine != NULL ? mine : (char *)&me, mylen, MPI_BYTE, every, lens, displs,
+                    MPI_BYTE, comm);
+    free(mine);
+    rc = MPI_SUCCESS;
+    for (int t = 0; t < win->nranks && rc == MPI_SUCCESS; t++) {
+        rma_target_t *tg = &win->targets[t];
+        if (every == NULL) {
+            rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory exchanging remote keys");
+            break;
+        }
+        in = (net_info_t *)(every + displs[t]);
+        if (in->err) {
+            bad = t;
+            rc = rma_err(NULL, func, MPI_ERR_OTHER,
+                         "rank %d could not register its window memory with UCX", t);
+            break;
+        }
+        if (tg->local)
+            continue;
+        if (rma_ucx_tgt_init(&tg->nm, win->world[t]) != 0) {
+            rc = rma_err(NULL, func, MPI_ERR_OTHER, "no UCX endpoint to rank %d", t);
+            break;
+        }
+        tg->nm.ctl_raddr = (uintptr_t)in->ctl_raddr;
+        tg->nm.ctl_key = rma_ucx_key_open(&tg->nm, (char *)(in + 1));
+        tg->nm.data_key = in->data_len ? rma_ucx_key_open(&tg->nm, (char *)(in + 1) + in->ctl_len)
+                                       : tg->nm.ctl_key;
+        if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE)
+            tg->remote_base = (uintptr_t)in->data_raddr;
+        if (tg->nm.ctl_key == NULL || tg->nm.data_key == NULL)
+            rc = rma_err(NULL, func, MPI_ERR_OTHER, "cannot unpack rank %d's UCX remote key", t);
+    }
+    (void)bad;
+    free(every), free(lens), free(displs);
+    return rc;
 }
 
 /* Undoes win_begin/win_map_ctl and whatever targets were mapped; frees the object. */
 static void win_destroy(rma_win_t *win)
 {
     rma_win_retire(win); /* the agent no longer finds it */
+    win_net_release(win);
     if (win->targets != NULL) {
         for (int t = 0; t < win->nranks; t++) {
             rma_target_t *tg = &win->targets[t];
@@ -276,12 +449,15 @@ static void win_destroy(rma_win_t *win)
     if (win->seg != NULL && win->seg_id != 0 &&
         (win->flavor == MPI_WIN_FLAVOR_CREATE || win->flavor == MPI_WIN_FLAVOR_DYNAMIC)) {
         /* kept for the next window (see the pool above) */
+        uint32_t locals = 0;
+        for (int t = 0; t < win->nranks; t++)
+            locals += (uint32_t)win->targets[t].local;
         ctl_ent_t e = {win->seg,
                        win->seg_len,
-                       win->rank == 0 ? 0 : win->seg_pid,
-                       win->rank == 0 ? win->seg_fd : -1,
+                       win->rank == win->leader ? 0 : win->seg_pid,
+                       win->rank == win->leader ? win->seg_fd : -1,
                        win->seg_id,
-                       (uint32_t)win->nranks - 1};
+                       locals - 1};
         pool_put(&e);
         win->seg_fd = -1;
     } else {
@@ -294,6 +470,8 @@ static void win_destroy(rma_win_t *win)
     free(win->targets);
     free(win->post_seen);
     free(win->start_ranks);
+    free(win->world);
+    free(win->reps);
     rma_errh_unref(win->errhandler);
     rma_win_delete(win);
 }
@@ -315,10 +493,11 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_CREATE, func);
-    if (rc == MPI_SUCCESS && win->rank == 0)
+    if (rc == MPI_SUCCESS && win->rank == win->leader)
         rc = win_ctl_create(win, 0, &me.ctl, func);
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
+    win_net_begin(win, &me, func);
     win->base = base;
     win->size = size;
     win->disp_unit = disp_unit;
@@ -336,15 +515,18 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
         me.seg_base = win->expose->base;
     }
     rc = win_exchange(win, comm, &me, &all, func);
-    if (rc == MPI_SUCCESS && win->rank != 0)
-        rc = win_ctl_attach(win, &all[0].ctl, func);
+    if (rc == MPI_SUCCESS && win->rank != win->leader)
+        rc = win_ctl_attach(win, &all[win->leader].ctl, func);
+    if (rc == MPI_SUCCESS)
+        rc = win_net_setup(win, comm, all, size > 0 ? base : NULL, (size_t)size, func);
     if (rc != MPI_SUCCESS) {
         free(all);
         return win_fail(win, rc);
     }
+    win_shm_targets(win);
     /* accumulates use CPU atomics only when every rank's memory is exposed to every peer;
      * decided from the gathered descriptors, so all ranks agree (doc/atomicity.md) */
-    win->acc_mode = RMA_ACC_MODE_ATOMIC;
+    win->acc_mode = win->net ? RMA_ACC_MODE_LOCKED : RMA_ACC_MODE_ATOMIC;
     for (int t = 0; t < win->nranks; t++) {
         rma_target_t *tg = &win->targets[t];
         tg->remote_base = all[t].base;
@@ -356,7 +538,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
             tg->map_lo = (uintptr_t)base;
             tg->map_len = (size_t)size;
             tg->map_local = base;
-        } else if (all[t].seg.fd >= 0) {
+        } else if (all[t].seg.fd >= 0 && tg->local) {
             /* the owner keeps the descriptor registered until its MPI_Win_free, which
              * cannot return before ours starts */
             tg->map_local = rma_seg_attach(&all[t].seg);
@@ -369,11 +551,13 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
             fprintf(stderr, "librma: MPI_Win_create window 0x%x: rank %d reaches rank %d %s\n",
                     (unsigned)win->handle, win->rank, t,
                     tg->size == 0   ? "(0 bytes)"
+                    : !tg->local    ? "through UCX (off-node)"
                     : tg->map_local ? "directly (load/store)"
                                     : "through cross-memory attach");
     }
     free(all);
-    if (win->expose == NULL && size > 0)
+    /* memory registered with UCX stays where it is: a NIC may have pinned its pages */
+    if (win->expose == NULL && size > 0 && !win->net)
         rma_expose_offer(win); /* peers reach us through CMA until the agent moves it */
     *win_p = win;
     return MPI_SUCCESS;
@@ -385,7 +569,7 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
     const char *func = shared ? "MPI_Win_allocate_shared" : "MPI_Win_allocate";
     rma_win_t *win = rma_win_new();
     rank_info_t me = {0}, *all = NULL;
-    rma_seg_desc_t desc = {0};
+    rma_seg_desc_t desc = {0}, *descs = NULL;
     size_t ctl_len, data_len = 0, page = rma_page_size();
     size_t *offs = NULL;
     rma_ctl_t hdr;
@@ -394,49 +578,70 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, shared ? MPI_WIN_FLAVOR_SHARED : MPI_WIN_FLAVOR_ALLOCATE, func);
+    if (rc == MPI_SUCCESS && shared && win->net)
+        rc = rma_err(NULL, func, MPI_ERR_RMA_SHARED,
+                     "the communicator's processes are on more than one node: they cannot "
+                     "share memory (split it with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED))");
+    if (rc != MPI_SUCCESS)
+        return win_fail(win, rc);
+    win_net_begin(win, &me, func);
     me.size = (uint64_t)size;
     me.disp_unit = disp_unit;
-    if (rc == MPI_SUCCESS)
-        rc = win_exchange(win, comm, &me, &all, func);
-    if (rc == MPI_SUCCESS && (offs = malloc((size_t)win->nranks * sizeof(*offs))) == NULL)
+    rc = win_exchange(win, comm, &me, &all, func);
+    if (rc == MPI_SUCCESS && ((offs = malloc((size_t)win->nranks * sizeof(*offs))) == NULL ||
+                              (descs = malloc((size_t)win->nranks * sizeof(*descs))) == NULL))
         rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     if (rc != MPI_SUCCESS) {
-        free(all);
+        free(all), free(offs), free(descs);
         return win_fail(win, rc);
     }
     /* MPI_Win_allocate_shared is contiguous across ranks unless alloc_shared_noncontig;
-     * otherwise every rank's memory starts on its own page */
+     * otherwise every rank's memory starts on its own page. A node's segment holds the
+     * memory of that node's ranks. */
     contig = shared && !win->info.alloc_shared_noncontig;
     for (int t = 0; t < win->nranks; t++) {
         offs[t] = data_len;
-        data_len += contig ? (size_t)all[t].size : round_up((size_t)all[t].size, page);
+        if (win->targets[t].local)
+            data_len += contig ? (size_t)all[t].size : round_up((size_t)all[t].size, page);
     }
     ctl_len = ctl_layout(&hdr, win->nranks);
-    if (win->rank == 0 && win_ctl_create(win, data_len, &desc, func) != MPI_SUCCESS)
+    if (win->rank == win->leader && win_ctl_create(win, data_len, &desc, func) != MPI_SUCCESS)
         desc.len = 0;
-    PMPI_Bcast(&desc, sizeof(desc), MPI_BYTE, 0, comm);
-    rc = win->rank == 0 ? (desc.len ? MPI_SUCCESS : MPI_ERR_NO_MEM)
-                        : win_ctl_attach(win, &desc, func);
+    if (win->net) /* every node's leader made one */
+        PMPI_Allgather(&desc, sizeof(desc), MPI_BYTE, descs, sizeof(desc), MPI_BYTE, comm);
+    else
+        PMPI_Bcast(&desc, sizeof(desc), MPI_BYTE, win->leader, comm);
+    if (win->net)
+        desc = descs[win->leader];
+    rc = win->rank == win->leader ? (desc.len ? MPI_SUCCESS : MPI_ERR_NO_MEM)
+                                  : win_ctl_attach(win, &desc, func);
+    if (rc == MPI_SUCCESS) {
+        win->base = (char *)win->seg + ctl_len + offs[win->rank];
+        rc = win_net_setup(win, comm, all, NULL, 0, func);
+    }
     if (rc != MPI_SUCCESS) {
-        free(all), free(offs);
+        free(all), free(offs), free(descs);
         return win_fail(win, rc);
     }
+    win_shm_targets(win);
     for (int t = 0; t < win->nranks; t++) {
         rma_target_t *tg = &win->targets[t];
-        char *local = (char *)win->seg + ctl_len + offs[t];
-        tg->remote_base = (uintptr_t)local; /* every rank addresses the data by its mapping */
         tg->size = (MPI_Aint)all[t].size;
         tg->disp_unit = all[t].disp_unit;
+        if (!tg->local)
+            continue; /* remote_base came with its keys */
+        char *local = (char *)win->seg + ctl_len + offs[t];
+        tg->remote_base = (uintptr_t)local; /* every rank addresses the data by its mapping */
         tg->map_lo = (uintptr_t)local;
         tg->map_len = (size_t)all[t].size;
         tg->map_local = local;
     }
-    win->acc_mode = RMA_ACC_MODE_ATOMIC; /* every rank maps every rank's memory */
-    win->base = win->targets[win->rank].map_local;
+    /* every rank maps every same-node rank's memory; off-node origins need locks */
+    win->acc_mode = win->net ? RMA_ACC_MODE_LOCKED : RMA_ACC_MODE_ATOMIC;
     win->size = size;
     win->disp_unit = disp_unit;
     *(void **)baseptr = win->base;
-    free(all), free(offs);
+    free(all), free(offs), free(descs);
     *win_p = win;
     return MPI_SUCCESS;
 }
@@ -451,18 +656,23 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_DYNAMIC, func);
-    if (rc == MPI_SUCCESS && win->rank == 0)
+    if (rc == MPI_SUCCESS && win->rank == win->leader)
         rc = win_ctl_create(win, 0, &me.ctl, func);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
+        win_net_begin(win, &me, func);
         rc = win_exchange(win, comm, &me, &all, func);
-    if (rc == MPI_SUCCESS && win->rank != 0)
-        rc = win_ctl_attach(win, &all[0].ctl, func);
+    }
+    if (rc == MPI_SUCCESS && win->rank != win->leader)
+        rc = win_ctl_attach(win, &all[win->leader].ctl, func);
+    if (rc == MPI_SUCCESS)
+        rc = win_net_setup(win, comm, all, NULL, 0, func);
     free(all);
     if (rc == MPI_SUCCESS && (rc = rma_win_dyn_init(win)) != 0)
         rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot create the region table: %s",
                      strerror(-rc));
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
+    win_shm_targets(win);
     win->acc_mode = RMA_ACC_MODE_DYNAMIC; /* decided per attached region */
     win->base = MPI_BOTTOM;
     win->size = 0;
@@ -477,8 +687,8 @@ int rma_win_free(rma_win_t *win)
 {
     /* nobody may still be accessing our memory, nor we theirs, once this returns */
     rma_sync_barrier(win);
-    /* the last access to the control segment: rank 0 reuses it only once all are done */
-    if (win->rank != 0)
+    /* the last access to the control segment: its leader reuses it once all are done */
+    if (win->rank != win->leader)
         atomic_fetch_add_explicit(&win->ctl->left, 1, memory_order_release);
     win_destroy(win);
     return MPI_SUCCESS;

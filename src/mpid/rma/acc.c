@@ -16,6 +16,7 @@
 #include "mpid/rma/dtl.h"
 #include "mpid/rma/env.h"
 #include "netmod/netmod.h"
+#include "sync/ctl.h"
 #include "sync/wait.h"
 #include "windows/memreg.h"
 #include "windows/win_error.h"
@@ -217,14 +218,27 @@ static const char *const class_names[RMA_AC_COUNT] = {
 
 /* ------------------------------------------------------------------ stripe locks */
 
-static void stripe_lock(rma_win_t *win, unsigned s)
+/* Stripe s of target trank's node (sync/ctl.h): a CPU atomic on the mapped word for a
+ * same-node target, a network compare-and-swap otherwise. 0 or -errno. */
+static int stripe_lock(rma_win_t *win, int trank, unsigned s)
 {
-    _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
+    uint32_t seen;
+    int rc;
 
-    while (atomic_exchange_explicit(w, 1, memory_order_acquire) != 0)
-        while (atomic_load_explicit(w, memory_order_relaxed) != 0)
-            rma_backoff(&bo);
+    if (win->targets[trank].local) {
+        _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
+        while (atomic_exchange_explicit(w, 1, memory_order_acquire) != 0)
+            while (atomic_load_explicit(w, memory_order_relaxed) != 0)
+                rma_backoff(&bo);
+        return 0;
+    }
+    while ((rc = rma_ctl_cas32(win, trank, rma_ctl_off_stripe(win, s), 0, 1, &seen)) == 0 &&
+           seen != 0) {
+        rma_ctl_progress(win);
+        rma_backoff(&bo);
+    }
+    return rc;
 }
 
 void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key)
@@ -235,9 +249,13 @@ void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key)
         rma_backoff(&bo);
 }
 
-static void stripe_unlock(rma_win_t *win, unsigned s)
+static int stripe_unlock(rma_win_t *win, int trank, unsigned s)
 {
-    atomic_store_explicit(rma_acc_stripe_word(win, s), 0, memory_order_release);
+    if (win->targets[trank].local) {
+        atomic_store_explicit(rma_acc_stripe_word(win, s), 0, memory_order_release);
+        return 0;
+    }
+    return rma_ctl_add32(win, trank, rma_ctl_off_stripe(win, s), (uint32_t)-1);
 }
 
 typedef struct stripe_set {
@@ -262,18 +280,25 @@ static void stripe_mark(stripe_set_t *set, int trank, uint64_t key, size_t len)
 }
 
 /* Takes every stripe of the set in ascending order (the global order: no deadlock). */
-static void stripe_lock_set(rma_win_t *win, const stripe_set_t *set)
+static int stripe_lock_set(rma_win_t *win, int trank, const stripe_set_t *set)
 {
-    for (unsigned s = 0; s < RMA_ACC_NLOCKS; s++)
+    int rc = 0;
+
+    for (unsigned s = 0; s < RMA_ACC_NLOCKS && rc == 0; s++)
         if (set->bits[s / 64] >> (s % 64) & 1)
-            stripe_lock(win, s);
+            rc = stripe_lock(win, trank, s);
+    return rc;
 }
 
-static void stripe_unlock_set(rma_win_t *win, const stripe_set_t *set)
+/* Releases the stripes; off-node, the releases are complete at the target on return. */
+static int stripe_unlock_set(rma_win_t *win, int trank, const stripe_set_t *set)
 {
+    int rc = 0;
+
     for (unsigned s = 0; s < RMA_ACC_NLOCKS; s++)
         if (set->bits[s / 64] >> (s % 64) & 1)
-            stripe_unlock(win, s);
+            rc |= stripe_unlock(win, trank, s);
+    return rc != 0 ? rc : rma_ctl_flush(win, trank);
 }
 
 /* ------------------------------------------------------------------ one operation */
@@ -441,7 +466,8 @@ static int stripe_hold(acc_op_t *a, stripe_set_t *set)
     memset(set, 0, sizeof(*set));
     if (rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_mark, mark) != 0)
         return -1;
-    stripe_lock_set(a->win, set);
+    if ((a->mv.err = stripe_lock_set(a->win, a->trank, set)) != 0)
+        return a->mv.err;
     a->held = 1;
     return 0;
 }
@@ -606,13 +632,15 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                                                                          : "origin");
 
     rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
-    if (rc == MPI_SUCCESS && a->span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE) {
+    if (rc == MPI_SUCCESS && a->span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE &&
+        win->targets[trank].local) {
         rma_expose_refresh(win, trank); /* its owner may have moved it since */
         if (win->targets[trank].map_local != NULL)
             rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
     }
     if (rc == MPI_SUCCESS && win->acc_mode == RMA_ACC_MODE_ATOMIC && trank != win->rank &&
-        win->targets[trank].size > 0 && win->targets[trank].map_local == NULL)
+        win->targets[trank].local && win->targets[trank].size > 0 &&
+        win->targets[trank].map_local == NULL)
         rc = rma_err(win, func, MPI_ERR_OTHER,
                      "rank %d's window memory is shared but could not be mapped here; its "
                      "accumulates need CPU atomics",
@@ -637,9 +665,13 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         return rc;
     }
     win->ops_in_fence = 1;
-    a->mv = (rma_mover_t){
-        win, trank, 0, &a->span, 0,       (int)(rma_env.cma_batch < 64 ? rma_env.cma_batch : 64),
-        0,   0,     0, 0,        a->liov, a->riov};
+    a->mv = (rma_mover_t){.win = win,
+                          .trank = trank,
+                          .sync = 1, /* read-modify-write: every transfer done on return */
+                          .span = &a->span,
+                          .max_iov = (int)(rma_env.cma_batch < 64 ? rma_env.cma_batch : 64),
+                          .liov = a->liov,
+                          .riov = a->riov};
     a->esize = (size_t)a->td->basic_size;
     a->nelem = tbytes / a->td->basic_size;
     a->akind =
@@ -676,8 +708,10 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * taking no stripe stay atomic with respect to it. */
     if (acc_single_atomic(a, ttype)) {
         rma_acc_stripe_wait(win, trank, a->key0);
-    } else if (stripe_hold(a, &set) != 0) {
-        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
+    } else if ((rc = stripe_hold(a, &set)) != 0) {
+        rc = rc == -1 ? rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes")
+                      : rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d: %s", trank,
+                                strerror(-rc));
         goto out;
     }
     /* no element of the span takes a CPU atomic: one packed read-modify-write, whose CMA
@@ -686,9 +720,12 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         rc = acc_packed(a);
     else
         rc = rma_dtl_walk_pairs(a->td, tcount, a->bd, a->nelem, acc_piece, a);
-    if (a->held)
-        stripe_unlock_set(win, &set);
-    if (a->mv.ncma > 0) /* as Put/Get: what went through CMA counts towards a move */
+    if (a->held) {
+        int urc = stripe_unlock_set(win, trank, &set);
+        if (rc == 0)
+            rc = urc;
+    }
+    if (a->mv.ncma > 0 && win->targets[trank].local) /* as Put/Get: CMA counts to a move */
         rma_expose_note(win, trank, a->mv.cma_addr, bytes, a->mv.cma_region);
     if (rc == 0 && rpk != NULL)
         rma_dtl_copy(result, a->rd, rcount, rpk, a->bd, a->nelem);
@@ -697,8 +734,9 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     else if (rc == -12 || (rc == -1 && a->mv.err == 0))
         rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for a %zu-byte accumulate", bytes);
     else if (rc != 0)
-        rc = rma_err(win, func, MPI_ERR_OTHER, "cross-memory access to rank %d (pid %d) failed: %s",
-                     trank, a->span.pid, strerror(-rc));
+        rc = rma_err(win, func, MPI_ERR_OTHER, "%s access to rank %d (pid %d) failed: %s",
+                     win->targets[trank].local ? "cross-memory" : "UCX", trank, a->span.pid,
+                     strerror(-rc));
 out:
     rma_tspan_done(&a->span);
     free(a->scratch);

@@ -5,7 +5,9 @@
 #include "mpid/rma/agent.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mpid/rma/env.h"
 #include "windows/segment.h"
 #include "windows/win.h"
 
@@ -35,21 +38,66 @@ void rma_agent_retry(void)
     atomic_store_explicit(&agent_again, 1, memory_order_relaxed);
 }
 
-static void *agent_main(void *arg)
+/* the network the agent drives (rma_agent_progress_attach), or none */
+static int (*net_progress)(void);
+static int (*net_arm)(void);
+static int net_fd = -1;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Peers' requests to move memory (eventfd) are served between network progress calls. */
+static void serve_kicks(void)
 {
     uint64_t v;
 
-    (void)arg;
-    for (;;) {
-        if (atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed)) {
-            struct timespec ts = {0, 1000 * 1000}; /* 1 ms, then look again */
-            nanosleep(&ts, NULL);
-        } else if (read(agent_efd, &v, sizeof(v)) < 0 && errno != EINTR) {
-            break;
+    if (read(agent_efd, &v, sizeof(v)) == sizeof(v) ||
+        atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed))
+        rma_win_foreach(rma_expose_serve);
+}
+
+/* Drives the network until it has been idle for RMA_AGENT_SPIN_US and the worker is armed
+ * (block), or until stopped (poll). Spinning briefly after activity keeps a stream of
+ * requests from paying a wake-up (~60 us) each. */
+static void drive_network(void)
+{
+    uint64_t last = now_ns(), spin = (uint64_t)rma_env.agent_spin_us * 1000u;
+
+    while (!atomic_load_explicit(&agent_stopping, memory_order_acquire)) {
+        if (net_progress()) {
+            last = now_ns();
+            continue;
         }
+        serve_kicks();
+        if (rma_env.agent == RMA_AGENT_POLL || now_ns() - last < spin) {
+            sched_yield();
+            continue;
+        }
+        if (net_arm() == 0)
+            return;
+    }
+}
+
+static void *agent_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&agent_stopping, memory_order_acquire)) {
+        struct pollfd fds[2] = {{agent_efd, POLLIN, 0}, {net_fd, POLLIN, 0}};
+        int again = atomic_load_explicit(&agent_again, memory_order_relaxed);
+
+        if (net_progress != NULL)
+            drive_network();
         if (atomic_load_explicit(&agent_stopping, memory_order_acquire))
             break;
-        rma_win_foreach(rma_expose_serve);
+        /* 1 ms when a move request was left for later (rma_agent_retry) */
+        if (poll(fds, net_fd >= 0 && net_progress != NULL ? 2 : 1, again ? 1 : -1) < 0 &&
+            errno != EINTR)
+            break;
+        serve_kicks();
     }
     return NULL;
 }
@@ -77,7 +125,7 @@ int rma_agent_start(void)
         goto out;
     if (!atfork && pthread_atfork(NULL, NULL, agent_forget) == 0)
         atfork = 1;
-    fd = eventfd(0, EFD_CLOEXEC);
+    fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (fd < 0)
         goto out;
     agent_efd = fd;
@@ -136,6 +184,9 @@ void rma_agent_stop(void)
         atomic_store_explicit(&agent_stopping, 1, memory_order_release);
         if (write(agent_efd, &one, sizeof(one)) == sizeof(one))
             pthread_join(agent_thread, NULL);
+        net_progress = NULL;
+        net_arm = NULL;
+        net_fd = -1;
         close(agent_efd);
         agent_efd = -1;
     }
@@ -145,4 +196,28 @@ void rma_agent_stop(void)
     kicks = NULL;
     nkicks = kicks_cap = 0;
     pthread_mutex_unlock(&agent_lock);
+}
+
+int rma_agent_progress_attach(int fd, int (*progress)(void), int (*arm)(void))
+{
+    uint64_t one = 1;
+    int efd;
+
+    pthread_mutex_lock(&agent_lock);
+    net_fd = fd;
+    net_arm = arm;
+    net_progress = progress;
+    pthread_mutex_unlock(&agent_lock);
+    efd = rma_agent_start();
+    if (efd < 0)
+        return -1;
+    /* the agent may be asleep on its eventfd alone: wake it to take the network too */
+    if (write(efd, &one, sizeof(one)) != sizeof(one))
+        return 0;
+    return 0;
+}
+
+void rma_agent_progress_detach(void)
+{
+    rma_agent_stop();
 }

@@ -1,8 +1,10 @@
 /*
  * agent.h - the progress agent: one thread per process that does, next to this process's
  * memory, the work peers ask of it. Today that is moving window memory that peers reach
- * through CMA onto shared segments (windows/expose.c). It never calls MPI, and it sleeps
- * in read(2) on an eventfd while there is nothing to do: no CPU when idle.
+ * through CMA onto shared segments (windows/expose.c), and driving the UCX target worker so
+ * that off-node peers' RDMA, atomics and requests complete while this process computes
+ * (netmod/ucx). It never calls MPI, and it sleeps in poll(2) on an eventfd and the
+ * worker's event descriptor while there is nothing to do: no CPU when idle.
  */
 #ifndef RMA_AGENT_H
 #define RMA_AGENT_H
@@ -16,6 +18,14 @@ void rma_agent_retry(void);
 
 /* Wakes the agent of process pid, whose eventfd there is fd. */
 void rma_agent_kick(int pid, int fd);
+
+/* Makes the agent drive a network too (started if needed): progress() returns 1 when it
+ * did something; arm() returns 0 when the agent may sleep until fd is readable (fd -1:
+ * never sleeps, as with RMA_AGENT=poll). 0, or -1 when the thread cannot start. */
+int rma_agent_progress_attach(int fd, int (*progress)(void), int (*arm)(void));
+
+/* Stops the agent (it no longer touches the network once this returns). */
+void rma_agent_progress_detach(void);
 
 /* Stops the agent and closes what rma_agent_kick opened (MPI_Finalize). */
 void rma_agent_stop(void);

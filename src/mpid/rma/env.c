@@ -12,7 +12,11 @@ rma_env_t rma_env = {
     .verbose = 0,
     .spin_count = 200,
     .cma_batch = 512,
+    .agent = RMA_AGENT_BLOCK,
+    .agent_spin_us = 200,
 };
+
+static const char *const agent_names[] = {"block", "poll", "off"};
 
 static int env_initialized;
 
@@ -43,6 +47,16 @@ void rma_env_init(void)
     rma_env.verbose = (int)env_long("RMA_VERBOSE", rma_env.verbose, 0, 2);
     rma_env.spin_count = (int)env_long("RMA_SPIN_COUNT", rma_env.spin_count, 0, 1 << 24);
     rma_env.cma_batch = (size_t)env_long("RMA_CMA_IOV", (long)rma_env.cma_batch, 1, 1024);
+    rma_env.agent_spin_us = (int)env_long("RMA_AGENT_SPIN_US", rma_env.agent_spin_us, 0, 1000000);
+    const char *a = getenv("RMA_AGENT");
+    if (a != NULL && *a != '\0') {
+        int found = 0;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(a, agent_names[i]) == 0)
+                rma_env.agent = i, found = 1;
+        if (!found)
+            fprintf(stderr, "librma: ignoring RMA_AGENT=%s (expected block, poll or off)\n", a);
+    }
 }
 
 void rma_env_print(FILE *out)
@@ -66,4 +80,13 @@ void rma_env_print(FILE *out)
             rma_env.spin_count);
     fprintf(out, "RMA_CMA_IOV=%zu        iovec entries per process_vm_readv/writev call\n",
             rma_env.cma_batch);
+    fprintf(out,
+            "RMA_AGENT=%s          progress agent for off-node peers: block (sleeps on the "
+            "network's event descriptor when idle), poll (polls all the time), off (peers' "
+            "operations progress only inside this process's librma calls)\n",
+            agent_names[rma_env.agent]);
+    fprintf(out,
+            "RMA_AGENT_SPIN_US=%d  block mode: the agent polls this long after activity "
+            "before it sleeps\n",
+            rma_env.agent_spin_us);
 }

@@ -9,12 +9,19 @@
 #include <stdio.h>
 
 typedef struct rma_env {
-    int netmod_only;  /* RMA_NETMOD_ONLY: treat every peer as off-node */
-    int create_remap; /* RMA_CREATE_REMAP: move create/attach memory shared when it pays */
-    int verbose;      /* RMA_VERBOSE: print errors returned through MPI_ERRORS_RETURN */
-    int spin_count;   /* RMA_SPIN_COUNT: busy polls before a waiter starts yielding */
-    size_t cma_batch; /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
+    int netmod_only;   /* RMA_NETMOD_ONLY: treat every peer as off-node */
+    int create_remap;  /* RMA_CREATE_REMAP: move create/attach memory shared when it pays */
+    int verbose;       /* RMA_VERBOSE: print errors returned through MPI_ERRORS_RETURN */
+    int spin_count;    /* RMA_SPIN_COUNT: busy polls before a waiter starts yielding */
+    size_t cma_batch;  /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
+    int agent;         /* RMA_AGENT: how the progress agent drives the network (RMA_AGENT_*) */
+    int agent_spin_us; /* RMA_AGENT_SPIN_US: agent polls this long after activity, then sleeps */
 } rma_env_t;
+
+/* RMA_AGENT=block: the agent sleeps on the target worker's event descriptor and polls for
+ * RMA_AGENT_SPIN_US after each activity; poll: it polls all the time (yielding the core);
+ * off: no agent drives the network, peers' operations progress only inside librma calls. */
+enum { RMA_AGENT_BLOCK = 0, RMA_AGENT_POLL, RMA_AGENT_OFF };
 
 extern rma_env_t rma_env;
 

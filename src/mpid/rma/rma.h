@@ -41,6 +41,7 @@ typedef struct rma_tspan {
     char *local;
     uintptr_t taddr;
     int pid;
+    void *key; /* off-node targets: the remote key of the window memory */
     int nmaps;
     size_t region;       /* create windows: the target window's size */
     rma_dyn_hit_t *maps; /* map_buf, or allocated when more regions are needed */
@@ -71,6 +72,15 @@ static inline size_t rma_tspan_run(const rma_tspan_t *sp, uintptr_t ta, size_t l
     return next - ta < len ? next - ta : len;
 }
 
+/* The remote key of the bytes at ta (off-node targets; dynamic windows: the region's). */
+static inline void *rma_tspan_key(const rma_tspan_t *sp, uintptr_t ta)
+{
+    for (int i = 0; i < sp->nmaps; i++)
+        if (ta >= sp->maps[i].lo && ta < sp->maps[i].hi)
+            return sp->maps[i].key != NULL ? sp->maps[i].key : sp->key;
+    return sp->key;
+}
+
 /* Bytes of the window or attached region holding target address ta (what moving it onto
  * a shared segment would copy); for a create window its whole size. */
 static inline size_t rma_tspan_region(const rma_tspan_t *sp, uintptr_t ta)
@@ -88,12 +98,14 @@ typedef struct rma_mover {
     rma_win_t *win;
     int trank;
     int write; /* 1: local -> target */
+    int sync;  /* 1: a flush waits until the transport completed every piece at the target */
     const rma_tspan_t *span;
     int niov, max_iov;
     int err;                   /* -errno of a failed transport call */
     int ncma;                  /* pieces that went through the transport ... */
     uintptr_t cma_addr;        /* ... the first one's target address ... */
     size_t cma_region;         /* ... and the size of the region holding it */
+    void *key;                 /* the remote key of the batched pieces */
     struct iovec *liov, *riov; /* the caller's arrays of max_iov entries */
 } rma_mover_t;
 
@@ -101,7 +113,8 @@ typedef struct rma_mover {
  * 0 or -errno (also kept in mv->err). */
 int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len);
 
-/* Sends what is batched: when it returns 0, every piece so far has arrived. */
+/* Sends what is batched: when it returns 0, every piece so far has arrived (same node,
+ * or with sync) or has been issued (off-node: done at the next flush of the target). */
 int rma_mover_flush(rma_mover_t *mv);
 
 /* Frees what rma_target_resolve allocated for a span. */

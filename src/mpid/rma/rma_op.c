@@ -13,20 +13,29 @@
 #include "mpid/rma/env.h"
 #include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
+#include "sync/sync.h"
 #include "windows/win_error.h"
 
 int rma_mover_flush(rma_mover_t *mv)
 {
+    rma_target_t *tg = &mv->win->targets[mv->trank];
+    rma_nm_tgt_t *nm = &tg->nm;
     int rc;
 
     if (mv->niov == 0)
         return 0;
-    if (mv->write) {
+    if (!tg->local) { /* off-node: RDMA, complete at the target's next flush */
+        mv->win->net_dirty = 1;
+        rc = mv->write ? nm->ops->writev(nm, mv->key, mv->liov, mv->riov, mv->niov)
+                       : nm->ops->readv(nm, mv->key, mv->liov, mv->riov, mv->niov);
+        if (rc == 0 && mv->sync)
+            rc = nm->ops->flush(nm);
+    } else if (mv->write) {
         rma_expose_write_begin(mv->win, mv->trank);
-        rc = rma_nm_shm_ops.writev(mv->span->pid, mv->liov, mv->niov, mv->riov, mv->niov);
+        rc = nm->ops->writev(nm, NULL, mv->liov, mv->riov, mv->niov);
         rma_expose_write_end(mv->win, mv->trank);
     } else {
-        rc = rma_nm_shm_ops.readv(mv->span->pid, mv->liov, mv->niov, mv->riov, mv->niov);
+        rc = nm->ops->readv(nm, NULL, mv->liov, mv->riov, mv->niov);
     }
     mv->niov = 0;
     if (rc != 0)
@@ -43,6 +52,10 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
             char *t = m->local + (ta - m->lo);
             memcpy(mv->write ? t : buf, mv->write ? buf : t, n);
         } else {
+            void *key = rma_tspan_key(mv->span, ta);
+            if (mv->niov > 0 && key != mv->key && rma_mover_flush(mv) != 0)
+                return mv->err;
+            mv->key = key;
             if (mv->ncma++ == 0) {
                 mv->cma_addr = ta;
                 mv->cma_region = rma_tspan_region(mv->span, ta);
@@ -122,6 +135,8 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
         return rma_err(win, func, MPI_ERR_RANK, "target rank %d is not in the window's group of %d",
                        trank, win->nranks);
     tg = &win->targets[trank];
+    if (!(win->all_access | tg->access) && tg->start_pending)
+        rma_pscw_wait_post(win, trank); /* MPI_Win_start left it for the first operation */
     if (!(win->all_access | tg->access))
         return rma_err(win, func, MPI_ERR_RMA_SYNC,
                        "no access epoch is open to rank %d (use a fence, MPI_Win_start or a "
@@ -129,6 +144,7 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
                        trank);
     rma_dtl_span(td, tcount, &lo, &hi);
     out->pid = tg->pid;
+    out->key = tg->nm.data_key;
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         out->taddr = (uintptr_t)tdisp;
         if (hi <= lo)
@@ -152,7 +168,7 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
     if (tg->map_local != NULL) {
         out->nmaps = 1;
         out->maps[0] = (rma_dyn_hit_t){tg->map_lo, tg->map_lo + tg->map_len, tg->map_local,
-                                       win->acc_mode == RMA_ACC_MODE_ATOMIC};
+                                       win->acc_mode == RMA_ACC_MODE_ATOMIC, NULL};
         if (out->taddr + (uintptr_t)lo >= tg->map_lo &&
             out->taddr + (uintptr_t)hi <= tg->map_lo + tg->map_len)
             out->local = tg->map_local + (out->taddr - tg->map_lo);
@@ -187,7 +203,8 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
     rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
-    if (rc == MPI_SUCCESS && span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE) {
+    if (rc == MPI_SUCCESS && span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE &&
+        win->targets[trank].local) {
         /* the target's owner may have moved its memory since: map it, and resolve again */
         rma_expose_refresh(win, trank);
         if (win->targets[trank].map_local != NULL)
@@ -217,22 +234,24 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     }
     memset(&x, 0, offsetof(xfer_t, liov));
     x.origin = origin;
-    x.mv = (rma_mover_t){win,   trank,  kind == RMA_PUT,
-                         &span, 0,      (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024),
-                         0,     0,      0,
-                         0,     x.liov, x.riov};
+    x.mv = (rma_mover_t){.win = win,
+                         .trank = trank,
+                         .write = kind == RMA_PUT,
+                         .span = &span,
+                         .max_iov = (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024),
+                         .liov = x.liov,
+                         .riov = x.riov};
     rc = rma_dtl_walk_pairs(td, tcount, od, ocount, xfer_piece, &x);
     if (rc == 0)
         rma_mover_flush(&x.mv);
-    if (x.mv.ncma > 0)
+    if (x.mv.ncma > 0 && win->targets[trank].local)
         rma_expose_note(win, trank, x.mv.cma_addr, (size_t)tbytes, x.mv.cma_region);
     rma_tspan_done(&span);
     if (rc == -1 && x.mv.err == 0)
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
     if (x.mv.err != 0)
-        return rma_err(win, func, MPI_ERR_OTHER,
-                       "cross-memory %s rank %d (pid %d) failed: "
-                       "%s",
+        return rma_err(win, func, MPI_ERR_OTHER, "%s %s rank %d (pid %d) failed: %s",
+                       win->targets[trank].local ? "cross-memory" : "UCX",
                        kind == RMA_PUT ? "write to" : "read from", trank, span.pid,
                        strerror(-x.mv.err));
     return MPI_SUCCESS;

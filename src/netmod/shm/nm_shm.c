@@ -7,15 +7,6 @@
 #include <errno.h>
 #include <sys/uio.h>
 
-static int nm_shm_init(void)
-{
-    return 0;
-}
-
-static void nm_shm_finalize(void)
-{
-}
-
 static size_t iov_total(const struct iovec *iov, int n)
 {
     size_t total = 0;
@@ -79,22 +70,36 @@ static int nm_shm_xfer(int pid, const struct iovec *local, int nlocal, const str
     return 0;
 }
 
-static int nm_shm_writev(int pid, const struct iovec *local, int nlocal, const struct iovec *remote,
-                         int nremote)
+static int nm_shm_writev(rma_nm_tgt_t *t, void *key, const struct iovec *local,
+                         const struct iovec *remote, int n)
 {
-    return nm_shm_xfer(pid, local, nlocal, remote, nremote, 1);
+    (void)key;
+    return nm_shm_xfer(t->pid, local, n, remote, n, 1);
 }
 
-static int nm_shm_readv(int pid, const struct iovec *local, int nlocal, const struct iovec *remote,
-                        int nremote)
+static int nm_shm_readv(rma_nm_tgt_t *t, void *key, const struct iovec *local,
+                        const struct iovec *remote, int n)
 {
-    return nm_shm_xfer(pid, local, nlocal, remote, nremote, 0);
+    (void)key;
+    return nm_shm_xfer(t->pid, local, n, remote, n, 0);
+}
+
+/* Control words of same-node targets are mapped: the device core never asks for these. */
+static int nm_shm_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
+                      uint64_t value, uint64_t compare, uint64_t *fetched)
+{
+    return -ENOTSUP;
+}
+
+static int nm_shm_flush(rma_nm_tgt_t *t)
+{
+    return 0; /* process_vm_* calls are complete when they return */
 }
 
 const rma_netmod_ops_t rma_nm_shm_ops = {
     .name = "shm",
-    .init = nm_shm_init,
-    .finalize = nm_shm_finalize,
     .writev = nm_shm_writev,
     .readv = nm_shm_readv,
+    .amo = nm_shm_amo,
+    .flush = nm_shm_flush,
 };

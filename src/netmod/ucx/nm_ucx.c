@@ -1,0 +1,538 @@
+/*
+ * nm_ucx.c - the UCX transport (see nm_ucx.h): context, workers, endpoints, memory keys,
+ * RDMA and atomics on the origin worker, active messages, the agent's hooks, teardown.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include "netmod/ucx/nm_ucx.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucp/api/ucp.h>
+
+#include "mpid/rma/agent.h"
+#include "mpid/rma/env.h"
+#include "sync/wait.h"
+
+typedef struct peer {
+    ucp_ep_h ep;
+} peer_t;
+
+static struct {
+    ucp_context_h ctx;
+    ucp_worker_h ow; /* origin worker: this process's operations */
+    ucp_worker_h tw; /* target worker: peers' operations on this process (the agent) */
+    int tw_fd;       /* the target worker's event descriptor (RMA_AGENT=block) */
+    ucp_address_t *taddr;
+    size_t taddr_len;
+    peer_t *peers; /* by MPI_COMM_WORLD rank */
+    int npeers;
+    int started, failed;
+    rma_ucx_am_cb_t am[RMA_UCX_AM_MAX];
+    pthread_mutex_t lock; /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
+} ux = {.tw_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int status_errno(ucs_status_t st)
+{
+    switch (st) {
+    case UCS_OK: return 0;
+    case UCS_ERR_NO_MEMORY: return -ENOMEM;
+    case UCS_ERR_UNSUPPORTED: return -ENOTSUP;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT: return -ECONNRESET;
+    case UCS_ERR_CANCELED: return -ECANCELED;
+    default: return -EIO;
+    }
+}
+
+int rma_ucx_built(void)
+{
+    return 1;
+}
+
+int rma_ucx_started(void)
+{
+    return ux.started;
+}
+
+/* ------------------------------------------------------------------ progress and waiting */
+
+int rma_ucx_progress(void)
+{
+    int n = (int)ucp_worker_progress(ux.ow);
+
+    if (rma_env.agent == RMA_AGENT_OFF)
+        n += (int)ucp_worker_progress(ux.tw);
+    return n != 0;
+}
+
+/* Waits for a request of the origin worker; frees it. 0 or -errno. */
+static int wait_req(ucs_status_ptr_t req)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    ucs_status_t st;
+
+    if (req == NULL)
+        return 0;
+    if (UCS_PTR_IS_ERR(req))
+        return status_errno(UCS_PTR_STATUS(req));
+    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+        if (!rma_ucx_progress())
+            rma_backoff(&bo);
+    }
+    ucp_request_free(req);
+    return status_errno(st);
+}
+
+/* An operation whose completion a later flush waits for: the request is released now. */
+static int post_req(ucs_status_ptr_t req)
+{
+    if (UCS_PTR_IS_ERR(req))
+        return status_errno(UCS_PTR_STATUS(req));
+    if (req != NULL)
+        ucp_request_free(req);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the agent's hooks */
+
+static int agent_progress(void)
+{
+    return ucp_worker_progress(ux.tw) != 0;
+}
+
+/* 0: armed, the agent may sleep on the descriptor; 1: events are pending. */
+static int agent_arm(void)
+{
+    return ucp_worker_arm(ux.tw) == UCS_ERR_BUSY;
+}
+
+/* ------------------------------------------------------------------ active messages */
+
+static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_length, void *data,
+                                size_t length, const ucp_am_recv_param_t *param)
+{
+    unsigned id = (unsigned)(uintptr_t)arg;
+
+    if (id < RMA_UCX_AM_MAX && ux.am[id] != NULL)
+        ux.am[id](header, header_length, data, length,
+                  (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : NULL);
+    return UCS_OK;
+}
+
+void rma_ucx_am_register(unsigned id, rma_ucx_am_cb_t cb)
+{
+    if (id < RMA_UCX_AM_MAX)
+        ux.am[id] = cb;
+}
+
+static int set_handler(ucp_worker_h w, unsigned id)
+{
+    ucp_am_handler_param_t p = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                      UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .id = id,
+        .flags = UCP_AM_FLAG_WHOLE_MSG,
+        .cb = am_dispatch,
+        .arg = (void *)(uintptr_t)id,
+    };
+    return ucp_worker_set_am_recv_handler(w, &p) == UCS_OK ? 0 : -1;
+}
+
+static int am_send(ucp_ep_h ep, unsigned id, const void *hdr, size_t hlen, const void *data,
+                   size_t len, uint32_t flags)
+{
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = flags | UCP_AM_SEND_FLAG_EAGER};
+
+    return wait_req(ucp_am_send_nbx(ep, id, hdr, hlen, data, len, &p));
+}
+
+int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen, const void *data,
+                       size_t len)
+{
+    return am_send(t->ep, id, hdr, hlen, data, len, UCP_AM_SEND_FLAG_REPLY);
+}
+
+/* Runs on the target worker, inside its progress: waiting for the send there would recurse
+ * into the worker from its own callback, so the reply is sent from a copy and released when
+ * it completes. */
+static void reply_done(void *req, ucs_status_t st, void *user)
+{
+    free(user);
+    ucp_request_free(req);
+}
+
+int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
+                     size_t len)
+{
+    char *copy = malloc(hlen + len + 1);
+    ucs_status_ptr_t req;
+
+    if (copy == NULL)
+        return -ENOMEM;
+    memcpy(copy, hdr, hlen);
+    if (len > 0)
+        memcpy(copy + hlen, data, len);
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA,
+                             .flags = UCP_AM_SEND_FLAG_EAGER,
+                             .cb.send = reply_done,
+                             .user_data = copy};
+    req = ucp_am_send_nbx(reply_ep, id, copy, hlen, copy + hlen, len, &p);
+    if (UCS_PTR_IS_ERR(req)) {
+        free(copy);
+        return status_errno(UCS_PTR_STATUS(req));
+    }
+    if (req == NULL)
+        free(copy);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ start */
+
+static ucp_worker_h worker_new(ucs_thread_mode_t mode)
+{
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                              .thread_mode = mode};
+    ucp_worker_h w;
+
+    return ucp_worker_create(ux.ctx, &wp, &w) == UCS_OK ? w : NULL;
+}
+
+int rma_ucx_start(const char **why)
+{
+    ucp_params_t params = {.field_mask =
+                               UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+                           .features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
+                                       UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+                           .mt_workers_shared = 1};
+    ucp_config_t *cfg = NULL;
+    int level = MPI_THREAD_SINGLE, size = 0, rc = -1;
+    ucs_thread_mode_t mode;
+
+    pthread_mutex_lock(&ux.lock);
+    if (ux.started || ux.failed) {
+        rc = ux.started ? 0 : -1;
+        *why = "UCX could not be started earlier in this process";
+        goto out;
+    }
+    ux.failed = 1;
+    *why = "ucp_config_read failed";
+    if (ucp_config_read(NULL, NULL, &cfg) != UCS_OK)
+        goto out;
+    /* Lock words, counters and accumulates are updated by same-node processes with CPU
+     * atomics and by off-node ones with network atomics: the two must be atomic with
+     * respect to each other, which UCX guarantees only in its "cpu" atomic mode (device
+     * atomics of a NIC are atomic only among themselves). */
+    if (getenv("UCX_ATOMIC_MODE") == NULL)
+        ucp_config_modify(cfg, "ATOMIC_MODE", "cpu");
+    *why = "ucp_init failed (no usable transport?)";
+    if (ucp_init(&params, cfg, &ux.ctx) != UCS_OK)
+        goto out;
+    PMPI_Query_thread(&level);
+    mode = level == MPI_THREAD_MULTIPLE ? UCS_THREAD_MODE_MULTI : UCS_THREAD_MODE_SINGLE;
+    *why = "ucp_worker_create failed";
+    ux.ow = worker_new(mode);
+    ux.tw = worker_new(mode);
+    if (ux.ow == NULL || ux.tw == NULL)
+        goto out;
+    *why = "ucp_worker_get_address failed";
+    if (ucp_worker_get_address(ux.tw, &ux.taddr, &ux.taddr_len) != UCS_OK)
+        goto out;
+    for (unsigned id = 1; id < RMA_UCX_AM_MAX; id++)
+        if (set_handler(ux.tw, id) != 0 || set_handler(ux.ow, id) != 0)
+            goto out;
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    ux.peers = calloc((size_t)size, sizeof(*ux.peers));
+    *why = "out of memory";
+    if (ux.peers == NULL)
+        goto out;
+    ux.npeers = size;
+    if (rma_env.agent == RMA_AGENT_BLOCK && ucp_worker_get_efd(ux.tw, &ux.tw_fd) != UCS_OK)
+        ux.tw_fd = -1;
+    *why = "cannot start the progress agent's thread";
+    if (rma_env.agent != RMA_AGENT_OFF &&
+        rma_agent_progress_attach(ux.tw_fd, agent_progress, agent_arm) != 0)
+        goto out;
+    ux.started = 1;
+    ux.failed = 0;
+    rc = 0;
+out:
+    if (cfg != NULL)
+        ucp_config_release(cfg);
+    pthread_mutex_unlock(&ux.lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ endpoints */
+
+int rma_ucx_has_ep(int w)
+{
+    return w >= 0 && w < ux.npeers && ux.peers[w].ep != NULL;
+}
+
+static int ep_create(int w, const ucp_address_t *addr)
+{
+    ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = addr};
+
+    return ucp_ep_create(ux.ow, &ep, &ux.peers[w].ep) == UCS_OK ? 0 : -1;
+}
+
+int rma_ucx_connect(MPI_Comm comm, const int *world, int n, int need)
+{
+    int *lens, *displs, len = (int)ux.taddr_len, total = 0, rc = MPI_SUCCESS, me;
+    char *all;
+
+    if (!need)
+        return MPI_SUCCESS;
+    PMPI_Comm_rank(comm, &me);
+    lens = malloc((size_t)n * sizeof(*lens));
+    displs = malloc((size_t)n * sizeof(*displs));
+    if (lens == NULL || displs == NULL) {
+        free(lens), free(displs);
+        return MPI_ERR_NO_MEM;
+    }
+    PMPI_Allgather(&len, 1, MPI_INT, lens, 1, MPI_INT, comm);
+    for (int i = 0; i < n; i++) {
+        displs[i] = total;
+        total += lens[i];
+    }
+    all = malloc((size_t)total + 1);
+    if (all == NULL) {
+        free(lens), free(displs);
+        return MPI_ERR_NO_MEM;
+    }
+    PMPI_Allgatherv(ux.taddr, len, MPI_BYTE, all, lens, displs, MPI_BYTE, comm);
+    pthread_mutex_lock(&ux.lock);
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+        if (i != me && world[i] >= 0 && world[i] < ux.npeers && ux.peers[world[i]].ep == NULL &&
+            ep_create(world[i], (const ucp_address_t *)(all + displs[i])) != 0)
+            rc = MPI_ERR_OTHER;
+    pthread_mutex_unlock(&ux.lock);
+    free(all), free(lens), free(displs);
+    return rc;
+}
+
+int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
+{
+    if (!rma_ucx_has_ep(w))
+        return -ENOTCONN;
+    t->ops = &rma_nm_ucx_ops;
+    t->ep = ux.peers[w].ep;
+    t->world = w;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ memory and keys */
+
+int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem)
+{
+    ucp_mem_map_params_t mp = {.field_mask =
+                                   UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+                               .address = base,
+                               .length = len ? len : 1};
+    ucp_mem_h memh;
+    ucs_status_t st;
+
+    memset(mem, 0, sizeof(*mem));
+    st = ucp_mem_map(ux.ctx, &mp, &memh);
+    if (st != UCS_OK)
+        return status_errno(st);
+    st = ucp_rkey_pack(ux.ctx, memh, &mem->blob, &mem->blob_len);
+    if (st != UCS_OK) {
+        ucp_mem_unmap(ux.ctx, memh);
+        return status_errno(st);
+    }
+    mem->memh = memh;
+    return 0;
+}
+
+void rma_ucx_mem_unmap(rma_ucx_mem_t *mem)
+{
+    if (mem->blob != NULL)
+        ucp_rkey_buffer_release(mem->blob);
+    if (mem->memh != NULL)
+        ucp_mem_unmap(ux.ctx, mem->memh);
+    memset(mem, 0, sizeof(*mem));
+}
+
+void *rma_ucx_key_open(rma_nm_tgt_t *t, const void *blob)
+{
+    ucp_rkey_h key;
+
+    return ucp_ep_rkey_unpack(t->ep, blob, &key) == UCS_OK ? key : NULL;
+}
+
+void rma_ucx_key_close(void *key)
+{
+    if (key != NULL)
+        ucp_rkey_destroy(key);
+}
+
+/* ------------------------------------------------------------------ the ops table */
+
+static int ucx_writev(rma_nm_tgt_t *t, void *key, const struct iovec *local,
+                      const struct iovec *remote, int n)
+{
+    ucp_request_param_t p = {.op_attr_mask = 0};
+
+    for (int i = 0; i < n; i++) {
+        int rc = post_req(ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len,
+                                      (uint64_t)(uintptr_t)remote[i].iov_base, key, &p));
+        if (rc != 0)
+            return rc;
+    }
+    t->pending = 1;
+    return 0;
+}
+
+static int ucx_readv(rma_nm_tgt_t *t, void *key, const struct iovec *local,
+                     const struct iovec *remote, int n)
+{
+    ucp_request_param_t p = {.op_attr_mask = 0};
+
+    for (int i = 0; i < n; i++) {
+        int rc = post_req(ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len,
+                                      (uint64_t)(uintptr_t)remote[i].iov_base, key, &p));
+        if (rc != 0)
+            return rc;
+    }
+    t->pending = 1;
+    return 0;
+}
+
+static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
+                   uint64_t value, uint64_t compare, uint64_t *fetched)
+{
+    static const ucp_atomic_op_t ops[] = {UCP_ATOMIC_OP_ADD, UCP_ATOMIC_OP_SWAP,
+                                          UCP_ATOMIC_OP_CSWAP};
+    union {
+        uint32_t u32;
+        uint64_t u64;
+    } v, r;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
+                             .datatype = ucp_dt_make_contig(size)};
+    int rc;
+
+    /* CSWAP: the buffer holds the value compared, the reply buffer the new one */
+    if (op == RMA_NM_AMO_CSWAP) {
+        uint64_t x = value;
+        value = compare;
+        compare = x;
+    }
+    if (size == 4) {
+        v.u32 = (uint32_t)value;
+        r.u32 = (uint32_t)compare;
+    } else {
+        v.u64 = value;
+        r.u64 = compare;
+    }
+    if (fetched == NULL) {
+        rc = post_req(ucp_atomic_op_nbx(t->ep, ops[op], &v, 1, raddr, key, &p));
+        t->pending = 1;
+        return rc;
+    }
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    p.reply_buffer = &r;
+    rc = wait_req(ucp_atomic_op_nbx(t->ep, ops[op], &v, 1, raddr, key, &p));
+    *fetched = size == 4 ? r.u32 : r.u64;
+    return rc;
+}
+
+static int ucx_flush(rma_nm_tgt_t *t)
+{
+    ucp_request_param_t p = {.op_attr_mask = 0};
+    int rc;
+
+    if (!t->pending)
+        return 0;
+    rc = wait_req(ucp_ep_flush_nbx(t->ep, &p));
+    if (rc == 0)
+        t->pending = 0;
+    return rc;
+}
+
+const rma_netmod_ops_t rma_nm_ucx_ops = {
+    .name = "ucx",
+    .writev = ucx_writev,
+    .readv = ucx_readv,
+    .amo = ucx_amo,
+    .flush = ucx_flush,
+};
+
+/* ------------------------------------------------------------------ information, teardown */
+
+void rma_ucx_print(FILE *out)
+{
+    if (!ux.started) {
+        fprintf(out, "ucx: not started (no window had an off-node peer)\n");
+        return;
+    }
+    ucp_context_print_info(ux.ctx, out);
+    ucp_worker_print_info(ux.ow, out);
+    for (int w = 0; w < ux.npeers; w++)
+        if (ux.peers[w].ep != NULL) {
+            fprintf(out, "ucx: endpoint to world rank %d:\n", w);
+            ucp_ep_print_info(ux.peers[w].ep, out);
+            break;
+        }
+}
+
+void rma_ucx_finalize(void)
+{
+    int any = 0, mine = ux.started;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = 0};
+
+    /* every process that has endpoints keeps its target worker progressed until all have
+     * closed theirs (a flushing close needs the peer) */
+    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!any)
+        return;
+    if (mine) {
+        for (int w = 0; w < ux.npeers; w++)
+            if (ux.peers[w].ep != NULL) {
+                ucs_status_ptr_t req = ucp_ep_close_nbx(ux.peers[w].ep, &p);
+                if (UCS_PTR_IS_PTR(req)) {
+                    rma_backoff_t bo = RMA_BACKOFF_INIT;
+                    while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+                        int busy = (int)ucp_worker_progress(ux.ow);
+                        if (rma_env.agent == RMA_AGENT_OFF)
+                            busy += (int)ucp_worker_progress(ux.tw);
+                        if (!busy)
+                            rma_backoff(&bo);
+                    }
+                    ucp_request_free(req);
+                }
+                ux.peers[w].ep = NULL;
+            }
+    }
+    if (rma_env.agent == RMA_AGENT_OFF && mine) {
+        /* nobody else progresses our target worker: do it while the others close */
+        MPI_Request r;
+        int done = 0;
+        PMPI_Ibarrier(MPI_COMM_WORLD, &r);
+        while (!done) {
+            ucp_worker_progress(ux.tw);
+            PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
+        }
+    } else {
+        PMPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (!mine)
+        return;
+    rma_agent_progress_detach();
+    free(ux.peers);
+    ux.peers = NULL;
+    ux.npeers = 0;
+    ucp_worker_release_address(ux.tw, ux.taddr);
+    ucp_worker_destroy(ux.ow);
+    ucp_worker_destroy(ux.tw);
+    ucp_cleanup(ux.ctx);
+    ux.started = 0;
+}

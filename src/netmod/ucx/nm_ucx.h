@@ -1,0 +1,81 @@
+/*
+ * nm_ucx.h - the off-node transport: UCX (UCP) RDMA, network atomics and active messages.
+ *
+ * One UCP context per process, made the first time a window has an off-node peer (a
+ * single-node job never starts UCX). Two workers: origins issue operations on the *origin
+ * worker* (the application's threads only, so the data path takes no lock), and every peer
+ * connects to this process's *target worker*, which the progress agent drives: over
+ * transports that emulate RDMA and atomics in software (tcp) nothing reaches this process's
+ * memory unless that worker is progressed. One endpoint per peer process, made once.
+ */
+#ifndef RMA_NM_UCX_H
+#define RMA_NM_UCX_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "netmod/netmod.h"
+
+/* Memory this process exposes to off-node peers (one ucp_mem_map). */
+typedef struct rma_ucx_mem {
+    void *memh;
+    void *blob; /* packed remote key */
+    size_t blob_len;
+} rma_ucx_mem_t;
+
+/* 1 when this build has UCX. */
+int rma_ucx_built(void);
+
+/* Starts UCX once (context, workers, agent hooks). 0, or -1 with a message in *why. */
+int rma_ucx_start(const char **why);
+
+/* 1 once rma_ucx_start succeeded. */
+int rma_ucx_started(void);
+
+/* Collective over comm (whose ranks have MPI_COMM_WORLD ranks world[]): makes sure every
+ * rank can reach the others' target workers. need: this rank lacks an endpoint to some
+ * peer, agreed by all (the worker addresses then travel once). MPI_SUCCESS or an error
+ * class. */
+int rma_ucx_connect(MPI_Comm comm, const int *world, int n, int need);
+
+/* 1 when this process has an endpoint to world rank w. */
+int rma_ucx_has_ep(int w);
+
+/* Fills t for the target at world rank w (endpoint). 0 or -errno. */
+int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w);
+
+/* Exposes [base, base+len). 0 or -errno. */
+int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem);
+void rma_ucx_mem_unmap(rma_ucx_mem_t *mem);
+
+/* Unpacks a remote key blob for the endpoint of t. NULL on failure. */
+void *rma_ucx_key_open(rma_nm_tgt_t *t, const void *blob);
+void rma_ucx_key_close(void *key);
+
+/* Drives the origin worker (and the target worker too when the agent is off). Returns 1
+ * when something happened. */
+int rma_ucx_progress(void);
+
+/* Active messages. Handlers run on the target worker (the agent's thread) for requests,
+ * and on the origin worker (the caller's thread) for replies. */
+typedef void (*rma_ucx_am_cb_t)(const void *hdr, size_t hlen, const void *data, size_t len,
+                                void *reply_ep);
+enum { RMA_UCX_AM_DYN_REQ = 1, RMA_UCX_AM_DYN_REPLY = 2, RMA_UCX_AM_MAX = 3 };
+void rma_ucx_am_register(unsigned id, rma_ucx_am_cb_t cb);
+/* Sends a request (a reply endpoint travels with it); the buffers are free on return. */
+int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen, const void *data,
+                       size_t len);
+/* Sends a reply on reply_ep from a request handler; the buffers are free on return. */
+int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
+                     size_t len);
+
+/* Prints the transports and devices UCX chose (rma_info). */
+void rma_ucx_print(FILE *out);
+
+/* MPI_Finalize: closes endpoints (collective over MPI_COMM_WORLD when started), workers
+ * and the context. */
+void rma_ucx_finalize(void);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * nm_ucx_none.c - the UCX transport's entry points in a build without UCX: windows with
+ * off-node peers are refused with a clear error (rma_ucx_start), nothing else is reached.
+ */
+#include "netmod/ucx/nm_ucx.h"
+
+#include <errno.h>
+#include <string.h>
+
+int rma_ucx_built(void)
+{
+    return 0;
+}
+
+int rma_ucx_start(const char **why)
+{
+    *why = "this librma was built without UCX (install libucx-dev and rebuild)";
+    return -1;
+}
+
+int rma_ucx_started(void)
+{
+    return 0;
+}
+
+int rma_ucx_connect(MPI_Comm comm, const int *world, int n, int need)
+{
+    return MPI_ERR_OTHER;
+}
+
+int rma_ucx_has_ep(int w)
+{
+    return 0;
+}
+
+int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
+{
+    return -ENOTSUP;
+}
+
+int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem)
+{
+    memset(mem, 0, sizeof(*mem));
+    return -ENOTSUP;
+}
+
+void rma_ucx_mem_unmap(rma_ucx_mem_t *mem)
+{
+}
+
+void *rma_ucx_key_open(rma_nm_tgt_t *t, const void *blob)
+{
+    return NULL;
+}
+
+void rma_ucx_key_close(void *key)
+{
+}
+
+int rma_ucx_progress(void)
+{
+    return 0;
+}
+
+void rma_ucx_am_register(unsigned id, rma_ucx_am_cb_t cb)
+{
+}
+
+int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen, const void *data,
+                       size_t len)
+{
+    return -ENOTSUP;
+}
+
+int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
+                     size_t len)
+{
+    return -ENOTSUP;
+}
+
+void rma_ucx_print(FILE *out)
+{
+    fprintf(out, "ucx: not built (configure found no UCX)\n");
+}
+
+void rma_ucx_finalize(void)
+{
+}

@@ -1,0 +1,143 @@
+/*
+ * ctl.h - one protocol, two ways to touch a word. Every synchronization word of a target
+ * (its lock word, PSCW counters, fence arrivals, accumulate stripes, region-table
+ * generation) lives in the control segment of the target's node, at the same offset on
+ * every node. An origin on that node maps the segment and uses a CPU atomic; an origin on
+ * another node uses a network atomic on the target's registration of it. The protocols in
+ * lock.c, pscw.c, fence.c and acc.c are written once against these calls.
+ *
+ * Errors of the network (a peer that died) are returned as -errno; callers raise them.
+ */
+#ifndef RMA_CTL_H
+#define RMA_CTL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "netmod/netmod.h"
+#include "windows/win.h"
+
+/* Offsets of a target's words in its node's control segment. */
+static inline size_t rma_ctl_off_rank(const rma_win_t *win, int rank, size_t field)
+{
+    return (size_t)win->ctl->ranks_off + (size_t)rank * sizeof(rma_ctl_rank_t) + field;
+}
+#define RMA_CTL_OFF(win, rank, field) rma_ctl_off_rank(win, rank, offsetof(rma_ctl_rank_t, field))
+
+static inline size_t rma_ctl_off_post(const rma_win_t *win, int origin, int target)
+{
+    return (size_t)win->ctl->post_off + ((size_t)origin * win->ctl->nranks + (size_t)target) * 8u;
+}
+
+static inline size_t rma_ctl_off_stripe(const rma_win_t *win, unsigned s)
+{
+    return (size_t)win->ctl->acc_off + (size_t)s * RMA_CACHE_LINE;
+}
+
+/* The word at off in target t's node segment when it is mapped here, else NULL. */
+static inline void *rma_ctl_local(const rma_win_t *win, int t, size_t off)
+{
+    return win->targets[t].local ? (char *)win->ctl + off : NULL;
+}
+
+/* Out of line: the network half. */
+int rma_ctl_net_amo(rma_win_t *win, int t, size_t off, int op, unsigned size, uint64_t value,
+                    uint64_t compare, uint64_t *fetched);
+
+/* *old = word; word += v (64-bit). 0 or -errno. */
+static inline int rma_ctl_fadd(rma_win_t *win, int t, size_t off, uint64_t v, uint64_t *old)
+{
+    _Atomic uint64_t *w = rma_ctl_local(win, t, off);
+
+    if (w != NULL) {
+        *old = atomic_fetch_add_explicit(w, v, memory_order_acq_rel);
+        return 0;
+    }
+    return rma_ctl_net_amo(win, t, off, RMA_NM_AMO_ADD, 8, v, 0, old);
+}
+
+/* word += v without waiting for the old value: off-node, it is only issued, and arrives by
+ * the next flush of t (rma_ctl_flush), which the caller must do before it returns from
+ * MPI. 0 or -errno. */
+static inline int rma_ctl_add(rma_win_t *win, int t, size_t off, uint64_t v)
+{
+    _Atomic uint64_t *w = rma_ctl_local(win, t, off);
+
+    if (w != NULL) {
+        atomic_fetch_add_explicit(w, v, memory_order_release);
+        return 0;
+    }
+    return rma_ctl_net_amo(win, t, off, RMA_NM_AMO_ADD, 8, v, 0, NULL);
+}
+
+/* Compare-and-swap of a 64-bit word; *old gets the value seen. 0 or -errno. */
+static inline int rma_ctl_cas(rma_win_t *win, int t, size_t off, uint64_t expect, uint64_t desired,
+                              uint64_t *old)
+{
+    _Atomic uint64_t *w = rma_ctl_local(win, t, off);
+
+    if (w != NULL) {
+        atomic_compare_exchange_strong_explicit(w, &expect, desired, memory_order_acq_rel,
+                                                memory_order_acquire);
+        *old = expect;
+        return 0;
+    }
+    return rma_ctl_net_amo(win, t, off, RMA_NM_AMO_CSWAP, 8, desired, expect, old);
+}
+
+/* Reads a 64-bit word (remotely: an atomic fetch-and-add of 0). 0 or -errno. */
+static inline int rma_ctl_load(rma_win_t *win, int t, size_t off, uint64_t *v)
+{
+    _Atomic uint64_t *w = rma_ctl_local(win, t, off);
+
+    if (w != NULL) {
+        *v = atomic_load_explicit(w, memory_order_acquire);
+        return 0;
+    }
+    return rma_ctl_net_amo(win, t, off, RMA_NM_AMO_ADD, 8, 0, 0, v);
+}
+
+/* 32-bit forms for the accumulate stripes. */
+static inline int rma_ctl_cas32(rma_win_t *win, int t, size_t off, uint32_t expect,
+                                uint32_t desired, uint32_t *old)
+{
+    _Atomic uint32_t *w = rma_ctl_local(win, t, off);
+    uint64_t o;
+    int rc;
+
+    if (w != NULL) {
+        atomic_compare_exchange_strong_explicit(w, &expect, desired, memory_order_acquire,
+                                                memory_order_relaxed);
+        *old = expect;
+        return 0;
+    }
+    rc = rma_ctl_net_amo(win, t, off, RMA_NM_AMO_CSWAP, 4, desired, expect, &o);
+    *old = (uint32_t)o;
+    return rc;
+}
+
+static inline int rma_ctl_add32(rma_win_t *win, int t, size_t off, uint32_t v)
+{
+    _Atomic uint32_t *w = rma_ctl_local(win, t, off);
+
+    if (w != NULL) {
+        atomic_fetch_add_explicit(w, v, memory_order_release);
+        return 0;
+    }
+    return rma_ctl_net_amo(win, t, off, RMA_NM_AMO_ADD, 4, v, 0, NULL);
+}
+
+/* Every operation this process issued to target t is complete at t (no-op unless t is
+ * reached through a transport that completes later). 0 or -errno. */
+static inline int rma_ctl_flush(rma_win_t *win, int t)
+{
+    rma_nm_tgt_t *nm = &win->targets[t].nm;
+
+    return nm->pending ? nm->ops->flush(nm) : 0;
+}
+
+/* Lets the network move while a protocol waits (no-op when nothing is off-node). */
+void rma_ctl_progress(rma_win_t *win);
+
+#endif
