@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "mpid/rma/env.h"
+#include "netmod/ucx/nm_ucx.h"
 #include "rma_ext.h"
 #include "windows/segment.h"
 
@@ -18,11 +19,23 @@ int main(int argc, char **argv)
     MPI_Get_library_version(lib, &len);
     printf("librma %s\n", RMAX_Version());
     printf("MPI library: %.*s\n", (int)(len > 0 && lib[len - 1] == '\n' ? len - 1 : len), lib);
-    printf("transports: shm (direct load/store, cross-memory attach)\n");
+    printf("transports: shm (direct load/store, cross-memory attach), ucx (%s)\n",
+           rma_ucx_built() ? "off-node peers, or every peer with RMA_NETMOD_ONLY=1"
+                           : "not built: off-node windows are refused");
     printf("shared segments (memfd + pidfd_getfd): %s\n",
            rma_seg_sharing_works() ? "yes" : "NO (windows use cross-memory attach)");
     printf("\nenvironment:\n");
     rma_env_print(stdout);
+    if (rma_ucx_built()) {
+        const char *why = "";
+        printf("\nUCX as librma starts it (the transports and devices an endpoint to a "
+               "process on this machine selects):\n");
+        fflush(stdout);
+        if (rma_ucx_start(&why) != 0)
+            printf("ucx: cannot start: %s\n", why);
+        else
+            rma_ucx_print(stdout);
+    }
     MPI_Finalize();
     return 0;
 }

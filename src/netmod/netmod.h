@@ -32,7 +32,14 @@ typedef struct rma_nm_tgt {
 } rma_nm_tgt_t;
 
 /* Atomic operations on remote words (ucx) */
-enum { RMA_NM_AMO_ADD = 0, RMA_NM_AMO_SWAP, RMA_NM_AMO_CSWAP };
+enum {
+    RMA_NM_AMO_ADD = 0,
+    RMA_NM_AMO_SWAP,
+    RMA_NM_AMO_CSWAP,
+    RMA_NM_AMO_AND,
+    RMA_NM_AMO_OR,
+    RMA_NM_AMO_XOR
+};
 
 typedef struct rma_netmod_ops {
     const char *name;
@@ -42,11 +49,16 @@ typedef struct rma_netmod_ops {
                   int n);
     int (*readv)(rma_nm_tgt_t *t, void *key, const struct iovec *local, const struct iovec *remote,
                  int n);
-    /* A 4- or 8-byte atomic at raddr: ADD, SWAP, or CSWAP (replaces with value when the word
-     * equals compare). With fetched, waits for the old value; without, only issues it (ADD
-     * only). 0 or -errno. */
+    /* A 4- or 8-byte atomic at raddr: ADD, SWAP, CSWAP (replaces with value when the word
+     * equals compare), AND, OR, XOR. With fetched, waits for the old value; without, only
+     * issues it (not SWAP, CSWAP). 0 or -errno. */
     int (*amo)(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr, uint64_t value,
                uint64_t compare, uint64_t *fetched);
+    /* Issues an atomic (not CSWAP) whose operand is read from *value, which, like *reply
+     * (the old value, unless NULL), must stay valid until the next flush of t completes
+     * it. 0 or -errno. */
+    int (*amo_post)(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
+                    const void *value, void *reply);
     /* Every operation issued to the target is complete at the target. 0 or -errno. */
     int (*flush)(rma_nm_tgt_t *t);
 } rma_netmod_ops_t;

@@ -47,6 +47,7 @@ typedef struct rma_dyn_cache {
     struct dyn_entry {
         uint64_t base, len;
         void *key;
+        int atomic; /* 4/8-byte elements take atomics there (doc/atomicity.md) */
     } * r;
 } rma_dyn_cache_t;
 
@@ -65,7 +66,7 @@ typedef struct dyn_reply {
 } dyn_reply_t;
 
 typedef struct dyn_wire {
-    uint64_t base, len, key_len;
+    uint64_t base, len, key_len, atomic;
 } dyn_wire_t;
 
 typedef struct dyn_wait {
@@ -134,7 +135,8 @@ static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len
     off = (size_t)h.n * sizeof(dyn_wire_t);
     for (uint32_t i = 0; buf != NULL && i < h.n; i++) {
         rma_ucx_mem_t *m = win->dyn_net[i];
-        dyn_wire_t w = {win->dyn_tab[i].base, win->dyn_tab[i].len, m->blob_len};
+        dyn_wire_t w = {win->dyn_tab[i].base, win->dyn_tab[i].len, m->blob_len,
+                        (uint64_t)win->dyn_tab[i].atomic};
         memcpy(buf + i * sizeof(w), &w, sizeof(w));
         memcpy(buf + off, m->blob, m->blob_len);
         off += m->blob_len;
@@ -204,6 +206,7 @@ static int dcache_fetch(rma_win_t *win, int t)
         memcpy(&e, w.buf + sizeof(*h) + i * sizeof(e), sizeof(e));
         c->r[i].base = e.base;
         c->r[i].len = e.len;
+        c->r[i].atomic = (int)e.atomic;
         c->r[i].key = rma_ucx_key_open(&tg->nm, w.buf + off);
         off += e.key_len;
         c->n++;
@@ -403,7 +406,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
         r.seg_base = reg->base;
         r.seg_len = reg->len;
         r.seg_fd = reg->fd;
-        r.atomic = !win->net; /* off-node origins cannot use CPU atomics (doc/atomicity.md) */
+        r.atomic = 1; /* shared: same-node origins map it (doc/atomicity.md) */
     }
     if (rma_env.verbose >= 2)
         fprintf(stderr, "librma: MPI_Win_attach window 0x%x: rank %d region [%p, +%ld) %s\n",

@@ -59,7 +59,7 @@ static size_t ctl_layout(rma_ctl_t *hdr, int n)
     hdr->ranks_off = off;
     off += (size_t)n * sizeof(rma_ctl_rank_t);
     hdr->post_off = off;
-    off = round_up(off + (size_t)n * n * sizeof(uint32_t), RMA_CACHE_LINE);
+    off = round_up(off + (size_t)n * n * sizeof(uint64_t), RMA_CACHE_LINE);
     hdr->acc_off = off;
     off += (size_t)RMA_ACC_NLOCKS * RMA_CACHE_LINE;
     return round_up(off, rma_page_size());
@@ -526,7 +526,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     win_shm_targets(win);
     /* accumulates use CPU atomics only when every rank's memory is exposed to every peer;
      * decided from the gathered descriptors, so all ranks agree (doc/atomicity.md) */
-    win->acc_mode = win->net ? RMA_ACC_MODE_LOCKED : RMA_ACC_MODE_ATOMIC;
+    win->acc_mode = win->net ? RMA_ACC_MODE_NET : RMA_ACC_MODE_ATOMIC;
     for (int t = 0; t < win->nranks; t++) {
         rma_target_t *tg = &win->targets[t];
         tg->remote_base = all[t].base;
@@ -636,8 +636,8 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
         tg->map_len = (size_t)all[t].size;
         tg->map_local = local;
     }
-    /* every rank maps every same-node rank's memory; off-node origins need locks */
-    win->acc_mode = win->net ? RMA_ACC_MODE_LOCKED : RMA_ACC_MODE_ATOMIC;
+    /* every rank maps every same-node rank's memory */
+    win->acc_mode = win->net ? RMA_ACC_MODE_NET : RMA_ACC_MODE_ATOMIC;
     win->size = size;
     win->disp_unit = disp_unit;
     *(void **)baseptr = win->base;

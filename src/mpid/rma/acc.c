@@ -228,12 +228,18 @@ static int stripe_lock(rma_win_t *win, int trank, unsigned s)
 
     if (win->targets[trank].local) {
         _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
-        while (atomic_exchange_explicit(w, 1, memory_order_acquire) != 0)
-            while (atomic_load_explicit(w, memory_order_relaxed) != 0)
+        uint32_t expect = 0;
+        while (!atomic_compare_exchange_weak_explicit(w, &expect, (uint32_t)win->rank + 1,
+                                                      memory_order_acquire, memory_order_relaxed)) {
+            expect = 0;
+            while (atomic_load_explicit(w, memory_order_relaxed) != 0) {
                 rma_backoff(&bo);
+            }
+        }
         return 0;
     }
-    while ((rc = rma_ctl_cas32(win, trank, rma_ctl_off_stripe(win, s), 0, 1, &seen)) == 0 &&
+    while ((rc = rma_ctl_cas32(win, trank, rma_ctl_off_stripe(win, s), 0, (uint32_t)win->rank + 1,
+                               &seen)) == 0 &&
            seen != 0) {
         rma_ctl_progress(win);
         rma_backoff(&bo);
@@ -244,7 +250,16 @@ static int stripe_lock(rma_win_t *win, int trank, unsigned s)
 void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key)
 {
     rma_backoff_t bo = RMA_BACKOFF_INIT;
+    uint64_t v = 0;
 
+    if (!win->targets[trank].local) { /* the same check, read with a network atomic */
+        size_t off = rma_ctl_off_stripe(win, rma_acc_stripe_of(trank, key));
+        while (rma_ctl_net_amo(win, trank, off, RMA_NM_AMO_ADD, 4, 0, 0, &v) == 0 && v != 0) {
+            rma_ctl_progress(win);
+            rma_backoff(&bo);
+        }
+        return;
+    }
     while (rma_acc_stripe_busy(win, trank, key))
         rma_backoff(&bo);
 }
@@ -255,7 +270,7 @@ static int stripe_unlock(rma_win_t *win, int trank, unsigned s)
         atomic_store_explicit(rma_acc_stripe_word(win, s), 0, memory_order_release);
         return 0;
     }
-    return rma_ctl_add32(win, trank, rma_ctl_off_stripe(win, s), (uint32_t)-1);
+    return rma_ctl_add32(win, trank, rma_ctl_off_stripe(win, s), (uint32_t) - (win->rank + 1));
 }
 
 typedef struct stripe_set {
@@ -381,6 +396,76 @@ static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
     return acc_rw(a, ta, (char *)src, n, 1);
 }
 
+/* 1 when the off-node target's bytes at ta are updated with network atomics (elements of
+ * the 4/8-byte kinds; doc/atomicity.md). */
+static int net_atomic_at(const acc_op_t *a, uintptr_t ta)
+{
+    if (a->win->targets[a->trank].local)
+        return 0;
+    for (int i = 0; i < a->span.nmaps; i++)
+        if (ta >= a->span.maps[i].lo && ta < a->span.maps[i].hi)
+            return a->span.maps[i].atomic;
+    return a->win->acc_mode == RMA_ACC_MODE_NET;
+}
+
+/* One element of a 4/8-byte kind at off-node target address ta, with network atomics: the
+ * operations UCX has natively in one, every other one as fetch + compare-and-swap retried
+ * until it lands (the new value computed here with the same kernel a CPU atomic uses). The
+ * previous value goes to r unless r is NULL. 0 or -errno. */
+static int acc_net_elem(acc_op_t *a, uintptr_t ta, const char *o, char *r)
+{
+    rma_nm_tgt_t *nm = &a->win->targets[a->trank].nm;
+    void *key = rma_tspan_key(&a->span, ta);
+    unsigned es = (unsigned)a->esize;
+    int integer = a->akind >= RMA_AK_S32 && a->akind <= RMA_AK_U64, nop = -1, rc;
+    uint64_t v = 0, old = 0, seen, nv;
+
+    if (o != NULL)
+        memcpy(&v, o, es);
+    if (a->kind == RMA_CAS) {
+        uint64_t c = 0;
+        memcpy(&c, a->compare, es);
+        rc = nm->ops->amo(nm, key, RMA_NM_AMO_CSWAP, es, ta, v, c, &old);
+        if (rc == 0 && r != NULL)
+            memcpy(r, &old, es);
+        return rc;
+    }
+    switch (a->op) {
+    case RMA_OP_NO_OP: nop = RMA_NM_AMO_ADD, v = 0; break;
+    case RMA_OP_REPLACE: nop = RMA_NM_AMO_SWAP; break;
+    case RMA_OP_SUM: nop = integer ? RMA_NM_AMO_ADD : -1; break;
+    case RMA_OP_BAND: nop = integer ? RMA_NM_AMO_AND : -1; break;
+    case RMA_OP_BOR: nop = integer ? RMA_NM_AMO_OR : -1; break;
+    case RMA_OP_BXOR: nop = integer ? RMA_NM_AMO_XOR : -1; break;
+    }
+    if (nop >= 0 && a->nelem > 1) {
+        /* issued back to back; the flush that ends the call completes them all */
+        static const uint64_t zero;
+        static __thread uint64_t sink; /* a swap always returns the old value */
+        return nm->ops->amo_post(nm, key, nop, es, ta,
+                                 a->op == RMA_OP_NO_OP ? (const void *)&zero : (const void *)o,
+                                 r == NULL && nop == RMA_NM_AMO_SWAP ? (void *)&sink : (void *)r);
+    }
+    if (nop >= 0) {
+        rc = nm->ops->amo(nm, key, nop, es, ta, v, 0, &old);
+    } else {
+        rc = nm->ops->amo(nm, key, RMA_NM_AMO_ADD, es, ta, 0, 0, &old);
+        for (;;) {
+            if (rc != 0)
+                return rc;
+            nv = old;
+            rma_acc_atomic(a->akind, a->op, &nv, o, NULL, 1);
+            rc = nm->ops->amo(nm, key, RMA_NM_AMO_CSWAP, es, ta, nv, old, &seen);
+            if (rc != 0 || seen == old)
+                break;
+            old = seen;
+        }
+    }
+    if (rc == 0 && r != NULL)
+        memcpy(r, &old, es);
+    return rc;
+}
+
 /* walk (atomic kinds): one target piece against the packed operands. Elements in memory
  * mapped here whose accumulates use CPU atomics, aligned, take one atomic instruction
  * each; every other run is read-modify-written under the held stripes. */
@@ -397,7 +482,12 @@ static int acc_piece(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
 
         n = n >= es ? n - n % es : es; /* whole elements; one cut by a seam goes alone */
         m = rma_tspan_map(&a->span, ta, n);
-        if (m != NULL && m->atomic && ((ta - m->lo + (uintptr_t)m->local) & (es - 1)) == 0) {
+        if (net_atomic_at(a, ta) && (ta & (es - 1)) == 0) {
+            for (size_t i = 0; i < n; i += es)
+                if ((rc = acc_net_elem(a, ta + i, a->opk ? a->opk + off + i : NULL,
+                                       a->rpk != NULL ? a->rpk + off + i : NULL)) != 0)
+                    return rc;
+        } else if (m != NULL && m->atomic && ((ta - m->lo + (uintptr_t)m->local) & (es - 1)) == 0) {
             char *t = m->local + (ta - m->lo);
             for (size_t i = 0; i < n; i += es) {
                 char *r = a->rpk != NULL ? a->rpk + off + i : NULL;
@@ -506,9 +596,18 @@ static int acc_packed(acc_op_t *a)
     return rc;
 }
 
-/* 1 when some region of the span is mapped here and updated with CPU atomics. */
-static int span_has_atomic(const rma_tspan_t *sp)
+/* 1 when some element of the span takes an atomic: a region mapped here and updated with
+ * CPU atomics, or an off-node target updated with network atomics. */
+static int span_has_atomic(const acc_op_t *a)
 {
+    const rma_tspan_t *sp = &a->span;
+
+    if (!a->win->targets[a->trank].local) {
+        for (int i = 0; i < sp->nmaps; i++)
+            if (sp->maps[i].atomic)
+                return 1;
+        return a->win->acc_mode == RMA_ACC_MODE_NET;
+    }
     for (int i = 0; i < sp->nmaps; i++)
         if (sp->maps[i].atomic && sp->maps[i].local != NULL)
             return 1;
@@ -521,6 +620,9 @@ static int acc_single_atomic(const acc_op_t *a, MPI_Datatype ttype)
 {
     const rma_dyn_hit_t *m = rma_tspan_map(&a->span, a->span.taddr, a->esize);
 
+    if (net_atomic_at(a, a->span.taddr))
+        return a->nelem == 1 && RMA_DT_IS_BUILTIN(ttype) && a->akind != RMA_AK_LOCKED &&
+               (a->span.taddr & (a->esize - 1)) == 0;
     return a->nelem == 1 && RMA_DT_IS_BUILTIN(ttype) && a->akind != RMA_AK_LOCKED && m != NULL &&
            m->atomic && ((uintptr_t)(m->local + (a->span.taddr - m->lo)) & (a->esize - 1)) == 0;
 }
@@ -638,8 +740,9 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         if (win->targets[trank].map_local != NULL)
             rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
     }
-    if (rc == MPI_SUCCESS && win->acc_mode == RMA_ACC_MODE_ATOMIC && trank != win->rank &&
-        win->targets[trank].local && win->targets[trank].size > 0 &&
+    if (rc == MPI_SUCCESS &&
+        (win->acc_mode == RMA_ACC_MODE_ATOMIC || win->acc_mode == RMA_ACC_MODE_NET) &&
+        trank != win->rank && win->targets[trank].local && win->targets[trank].size > 0 &&
         win->targets[trank].map_local == NULL)
         rc = rma_err(win, func, MPI_ERR_OTHER,
                      "rank %d's window memory is shared but could not be mapped here; its "
@@ -674,8 +777,9 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                           .riov = a->riov};
     a->esize = (size_t)a->td->basic_size;
     a->nelem = tbytes / a->td->basic_size;
-    a->akind =
-        RMA_DT_IS_BUILTIN(a->basic) ? rma_acc_types[(unsigned)a->basic & 0xff].kind : RMA_AK_LOCKED;
+    a->akind = rma_acc_kind(win, RMA_DT_IS_BUILTIN(a->basic)
+                                     ? rma_acc_types[(unsigned)a->basic & 0xff].kind
+                                     : RMA_AK_LOCKED);
     a->relaxed = rma_acc_relaxed(win);
     a->key0 = (uint64_t)(a->span.taddr - win->targets[trank].remote_base);
 
@@ -716,10 +820,14 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     }
     /* no element of the span takes a CPU atomic: one packed read-modify-write, whose CMA
      * transfers are batched; otherwise element by element */
-    if (a->akind == RMA_AK_LOCKED || !span_has_atomic(&a->span))
+    if (a->akind == RMA_AK_LOCKED || !span_has_atomic(a))
         rc = acc_packed(a);
     else
         rc = rma_dtl_walk_pairs(a->td, tcount, a->bd, a->nelem, acc_piece, a);
+    if (rc == 0 && !win->targets[trank].local) { /* network atomics issued, complete them */
+        int frc = rma_ctl_flush(win, trank);
+        rc = frc != 0 ? frc : rc;
+    }
     if (a->held) {
         int urc = stripe_unlock_set(win, trank, &set);
         if (rc == 0)

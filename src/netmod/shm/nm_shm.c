@@ -91,6 +91,12 @@ static int nm_shm_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr
     return -ENOTSUP;
 }
 
+static int nm_shm_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
+                           const void *value, void *reply)
+{
+    return -ENOTSUP;
+}
+
 static int nm_shm_flush(rma_nm_tgt_t *t)
 {
     return 0; /* process_vm_* calls are complete when they return */
@@ -101,5 +107,6 @@ const rma_netmod_ops_t rma_nm_shm_ops = {
     .writev = nm_shm_writev,
     .readv = nm_shm_readv,
     .amo = nm_shm_amo,
+    .amo_post = nm_shm_amo_post,
     .flush = nm_shm_flush,
 };

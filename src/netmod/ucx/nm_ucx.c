@@ -407,11 +407,13 @@ static int ucx_readv(rma_nm_tgt_t *t, void *key, const struct iovec *local,
     return 0;
 }
 
+static const ucp_atomic_op_t amo_ops[] = {UCP_ATOMIC_OP_ADD,   UCP_ATOMIC_OP_SWAP,
+                                          UCP_ATOMIC_OP_CSWAP, UCP_ATOMIC_OP_AND,
+                                          UCP_ATOMIC_OP_OR,    UCP_ATOMIC_OP_XOR};
+
 static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
                    uint64_t value, uint64_t compare, uint64_t *fetched)
 {
-    static const ucp_atomic_op_t ops[] = {UCP_ATOMIC_OP_ADD, UCP_ATOMIC_OP_SWAP,
-                                          UCP_ATOMIC_OP_CSWAP};
     union {
         uint32_t u32;
         uint64_t u64;
@@ -434,15 +436,35 @@ static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t 
         r.u64 = compare;
     }
     if (fetched == NULL) {
-        rc = post_req(ucp_atomic_op_nbx(t->ep, ops[op], &v, 1, raddr, key, &p));
+        /* the operand must outlive the call until the flush that completes it: a ring of
+         * slots, far more than the atomics any call issues before it flushes */
+        static __thread uint64_t ring[1024];
+        static __thread unsigned next;
+        uint64_t *slot = &ring[next++ % 1024];
+        memcpy(slot, &v, sizeof(v));
+        rc = post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], slot, 1, raddr, key, &p));
         t->pending = 1;
         return rc;
     }
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     p.reply_buffer = &r;
-    rc = wait_req(ucp_atomic_op_nbx(t->ep, ops[op], &v, 1, raddr, key, &p));
+    rc = wait_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], &v, 1, raddr, key, &p));
     *fetched = size == 4 ? r.u32 : r.u64;
     return rc;
+}
+
+static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
+                        const void *value, void *reply)
+{
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
+                             .datatype = ucp_dt_make_contig(size)};
+
+    if (reply != NULL) {
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        p.reply_buffer = reply;
+    }
+    t->pending = 1;
+    return post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], value, 1, raddr, key, &p));
 }
 
 static int ucx_flush(rma_nm_tgt_t *t)
@@ -463,6 +485,7 @@ const rma_netmod_ops_t rma_nm_ucx_ops = {
     .writev = ucx_writev,
     .readv = ucx_readv,
     .amo = ucx_amo,
+    .amo_post = ucx_amo_post,
     .flush = ucx_flush,
 };
 
@@ -480,8 +503,19 @@ void rma_ucx_print(FILE *out)
         if (ux.peers[w].ep != NULL) {
             fprintf(out, "ucx: endpoint to world rank %d:\n", w);
             ucp_ep_print_info(ux.peers[w].ep, out);
-            break;
+            return;
         }
+    /* no peer yet: an endpoint to this process's own target worker shows what a peer
+     * on this machine would get */
+    ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = ux.taddr};
+    ucp_ep_h self;
+    if (ucp_ep_create(ux.ow, &ep, &self) == UCS_OK) {
+        ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE};
+        fprintf(out, "ucx: endpoint to a process on this machine:\n");
+        ucp_ep_print_info(self, out);
+        wait_req(ucp_ep_close_nbx(self, &p));
+    }
 }
 
 void rma_ucx_finalize(void)
