@@ -230,8 +230,12 @@ int rma_ucx_start(const char **why)
      * atomics and by off-node ones with network atomics: the two must be atomic with
      * respect to each other, which UCX guarantees only in its "cpu" atomic mode (device
      * atomics of a NIC are atomic only among themselves). */
-    if (getenv("UCX_ATOMIC_MODE") == NULL)
-        ucp_config_modify(cfg, "ATOMIC_MODE", "cpu");
+    const char *am = getenv("UCX_ATOMIC_MODE");
+    *why = "UCX_ATOMIC_MODE is set to something other than cpu: network atomics would not be "
+           "atomic with the CPU atomics of processes on the target's node";
+    if (am != NULL && strcmp(am, "cpu") != 0)
+        goto out;
+    ucp_config_modify(cfg, "ATOMIC_MODE", "cpu");
     *why = "ucp_init failed (no usable transport?)";
     if (ucp_init(&params, cfg, &ux.ctx) != UCS_OK)
         goto out;
