@@ -224,7 +224,7 @@ int rma_ucx_start(const char **why)
     }
     ux.failed = 1;
     *why = "ucp_config_read failed";
-    if (ucp_config_read(NULL, NULL, &cfg) != UCS_OK)
+    if (ucp_config_read("RMA", NULL, &cfg) != UCS_OK) /* RMA_UCX_* override UCX_* */
         goto out;
     /* Lock words, counters and accumulates are updated by same-node processes with CPU
      * atomics and by off-node ones with network atomics: the two must be atomic with
@@ -381,14 +381,17 @@ void rma_ucx_key_close(void *key)
 
 /* ------------------------------------------------------------------ the ops table */
 
-static int ucx_writev(rma_nm_tgt_t *t, void *key, const struct iovec *local,
-                      const struct iovec *remote, int n)
+/* One RDMA per entry, issued: a flush of t completes them. */
+static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
+                    const struct iovec *remote, int n, int write)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
 
     for (int i = 0; i < n; i++) {
-        int rc = post_req(ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len,
-                                      (uint64_t)(uintptr_t)remote[i].iov_base, key, &p));
+        uint64_t raddr = (uint64_t)(uintptr_t)remote[i].iov_base;
+        int rc = post_req(
+            write ? ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p)
+                  : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p));
         if (rc != 0)
             return rc;
     }
@@ -396,19 +399,16 @@ static int ucx_writev(rma_nm_tgt_t *t, void *key, const struct iovec *local,
     return 0;
 }
 
+static int ucx_writev(rma_nm_tgt_t *t, void *key, const struct iovec *local,
+                      const struct iovec *remote, int n)
+{
+    return ucx_xfer(t, key, local, remote, n, 1);
+}
+
 static int ucx_readv(rma_nm_tgt_t *t, void *key, const struct iovec *local,
                      const struct iovec *remote, int n)
 {
-    ucp_request_param_t p = {.op_attr_mask = 0};
-
-    for (int i = 0; i < n; i++) {
-        int rc = post_req(ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len,
-                                      (uint64_t)(uintptr_t)remote[i].iov_base, key, &p));
-        if (rc != 0)
-            return rc;
-    }
-    t->pending = 1;
-    return 0;
+    return ucx_xfer(t, key, local, remote, n, 0);
 }
 
 static const ucp_atomic_op_t amo_ops[] = {UCP_ATOMIC_OP_ADD,   UCP_ATOMIC_OP_SWAP,
@@ -525,10 +525,12 @@ void rma_ucx_print(FILE *out)
 void rma_ucx_finalize(void)
 {
     int any = 0, mine = ux.started;
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = 0};
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = UCP_EP_CLOSE_FLAG_FORCE};
 
-    /* every process that has endpoints keeps its target worker progressed until all have
-     * closed theirs (a flushing close needs the peer) */
+    /* every operation was completed when its window was freed: endpoints close at once
+     * (a flushing close would wait on peers that may be tearing down already); the
+     * barrier keeps every target worker alive until all have closed theirs */
     PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (!any)
         return;
