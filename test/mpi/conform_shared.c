@@ -12,6 +12,8 @@
  * is 1), all empty. Also MPI_Win_shared_query on an MPI_Win_create window fails: MPI-4 raises
  * MPI_ERR_RMA_FLAVOR for a window that is not a shared-memory window; MPICH 4.0.2 returns
  * MPI_ERR_RMA_FLAVOR too (checked on its own RMA), so only that class is accepted.
+ * The shared windows are made on the ranks of this node (MPI_COMM_TYPE_SHARED), as the
+ * standard asks, so the test runs in every topology (ranks below are node ranks).
  */
 #include "rmatest.h"
 
@@ -19,7 +21,9 @@
 
 #define NI 16 /* ints per non-empty segment (at least one per rank, for the stores) */
 
-static int rank, nprocs;
+static int rank, nprocs; /* in MPI_COMM_WORLD */
+static int nrank, nnp;   /* in the node's communicator, where the shared windows are */
+static MPI_Comm node;
 
 enum layout { ODD_EMPTY, EVEN_EMPTY, ALL_EMPTY };
 static const char *layout_names[] = {"odd ranks empty", "even ranks empty", "all empty"};
@@ -48,25 +52,24 @@ static void run(enum layout l, int noncontig)
     char what[64];
     MPI_Info info = MPI_INFO_NULL;
     MPI_Win win;
-    int *mine = NULL, **base = calloc(nprocs, sizeof(int *));
+    int *mine = NULL, **base = calloc(nnp, sizeof(int *));
     int lowest = -1;
 
     snprintf(what, sizeof(what), "%s%s", layout_names[l], noncontig ? ", noncontig" : "");
-    for (int r = nprocs - 1; r >= 0; r--)
+    for (int r = nnp - 1; r >= 0; r--)
         if (size_of(l, r) > 0)
             lowest = r;
     if (noncontig) {
         MPI_Info_create(&info);
         MPI_Info_set(info, "alloc_shared_noncontig", "true");
     }
-    MPI_OK(
-        MPI_Win_allocate_shared(size_of(l, rank), du_of(rank), info, MPI_COMM_WORLD, &mine, &win));
+    MPI_OK(MPI_Win_allocate_shared(size_of(l, nrank), du_of(nrank), info, node, &mine, &win));
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
 
     /* every rank, as seen from here */
-    for (int r = 0; r < nprocs; r++) {
+    for (int r = 0; r < nnp; r++) {
         MPI_Aint sz = -1;
         int du = -1;
         int *b = (int *)(intptr_t)0x1; /* must be overwritten */
@@ -82,7 +85,7 @@ static void run(enum layout l, int noncontig)
         else
             CHECK(b != NULL && b != (int *)(intptr_t)0x1, "%s: query(%d) base %p", what, r,
                   (void *)b);
-        if (r == rank && size_of(l, r) > 0)
+        if (r == nrank && size_of(l, r) > 0)
             CHECK(b == mine, "%s: query(self) %p, own base %p", what, (void *)b, (void *)mine);
         base[r] = size_of(l, r) > 0 ? b : NULL;
     }
@@ -107,12 +110,12 @@ static void run(enum layout l, int noncontig)
 
     /* load/store through the queried pointers */
     MPI_OK(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
-    for (MPI_Aint i = 0; i < size_of(l, rank) / (MPI_Aint)sizeof(int); i++)
-        mine[i] = val(rank, i);
+    for (MPI_Aint i = 0; i < size_of(l, nrank) / (MPI_Aint)sizeof(int); i++)
+        mine[i] = val(nrank, i);
     MPI_OK(MPI_Win_sync(win));
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(node);
     MPI_OK(MPI_Win_sync(win));
-    for (int r = 0; r < nprocs; r++) {
+    for (int r = 0; r < nnp; r++) {
         int bad = 0, n = size_of(l, r) / sizeof(int);
         if (!base[r])
             continue;
@@ -123,20 +126,20 @@ static void run(enum layout l, int noncontig)
               "(first %d, want %d)",
               what, bad, r, n, base[r][0], val(r, 0));
     }
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(node);
     /* every rank stores into its own slot of every non-empty segment */
-    for (int r = 0; r < nprocs; r++)
+    for (int r = 0; r < nnp; r++)
         if (base[r])
-            base[r][rank] = -(rank + 1) * 100 - r;
+            base[r][nrank] = -(nrank + 1) * 100 - r;
     MPI_OK(MPI_Win_sync(win));
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(node);
     MPI_OK(MPI_Win_sync(win));
-    if (size_of(l, rank) > 0)
-        for (int s = 0; s < nprocs; s++)
-            CHECK(mine[s] == -(s + 1) * 100 - rank,
+    if (size_of(l, nrank) > 0)
+        for (int s = 0; s < nnp; s++)
+            CHECK(mine[s] == -(s + 1) * 100 - nrank,
                   "%s: rank %d's store into my segment: slot %d = %d, want %d", what, s, s, mine[s],
-                  -(s + 1) * 100 - rank);
-    MPI_Barrier(MPI_COMM_WORLD);
+                  -(s + 1) * 100 - nrank);
+    MPI_Barrier(node);
     MPI_OK(MPI_Win_unlock_all(win));
     MPI_OK(MPI_Win_free(&win));
     free(base);
@@ -164,7 +167,10 @@ int main(int argc, char **argv)
     rank = rt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    CHECK(nprocs <= NI, "at most %d ranks", NI);
+    node = rt_node_comm();
+    MPI_Comm_rank(node, &nrank);
+    MPI_Comm_size(node, &nnp);
+    CHECK(nnp <= NI, "at most %d ranks per node", NI);
     for (int l = ODD_EMPTY; l <= ALL_EMPTY; l++) {
         run(l, 0);
         run(l, 1);

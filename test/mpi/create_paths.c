@@ -6,6 +6,11 @@
  * good with RMA_CREATE_REMAP=0 / memory that cannot be moved), Put/Get values, the bytes around the
  * window in the same pages untouched by peers' puts, and the buffer still usable with its
  * contents after MPI_Win_free. A second window on the same memory must work the same way.
+ * A right neighbour on another node (or every peer, with RMA_NETMOD_ONLY=1) is reached through
+ * the network transport (netmod) from creation on and never moves; the data checks are the
+ * same. When the window has off-node peers, memory that same-node peers reach through CMA
+ * may stay there (librma does not move memory registered for the network): after traffic,
+ * CMA or direct are both accepted.
  */
 #define _GNU_SOURCE
 #include "rmatest.h"
@@ -14,7 +19,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-static int rank, nprocs, right, left, remap;
+static int rank, nprocs, right, left, remap, right_off, spans;
 
 enum { M_PAGE, M_LARGE, M_ALLOCMEM, M_STACK, M_INPAGE, NKINDS };
 static const char *kname[] = {"heap-page", "heap-large", "alloc_mem", "stack-small",
@@ -50,7 +55,10 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
     if (nprocs > 1) {
         /* creation touches no page: only memory that is shared already is mapped at once */
         MPI_OK(RMAX_Win_path(win, right, 0, (MPI_Aint)len, &path));
-        if (k == M_ALLOCMEM)
+        if (right_off)
+            CHECK(path == RMAX_PATH_NETMOD, "%s round %d: path %s to an off-node peer, want netmod",
+                  kname[k], round, path_name(path));
+        else if (k == M_ALLOCMEM)
             CHECK(path == RMAX_PATH_DIRECT, "%s round %d: path %s, want direct", kname[k], round,
                   path_name(path));
         else
@@ -67,11 +75,15 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
                 MPI_OK(MPI_Win_flush(right, win));
                 if (i % 64 == 63)
                     MPI_OK(RMAX_Win_path(win, right, 0, (MPI_Aint)len, &path));
-                if (!remap && i >= 4096)
+                if ((!remap || spans) && i >= 4096)
                     break;
             }
             MPI_OK(MPI_Win_unlock(right, win));
-            if (remap)
+            if (spans) /* memory registered for the network may stay where it is */
+                CHECK(path == RMAX_PATH_CMA || path == RMAX_PATH_DIRECT,
+                      "%s round %d: path %s after traffic, want cma or direct", kname[k], round,
+                      path_name(path));
+            else if (remap)
                 CHECK(path == RMAX_PATH_DIRECT, "%s round %d: path %s after traffic, want direct",
                       kname[k], round, path_name(path));
             else
@@ -187,8 +199,11 @@ int main(int argc, char **argv)
     right = (rank + 1) % nprocs;
     left = (rank + nprocs - 1) % nprocs;
     remap = !(e != NULL && strcmp(e, "0") == 0);
+    right_off = rt_netmod_only() || !rt_same_node(right);
+    spans = rt_netmod_only() || rt_world_spans_nodes();
     if (rank == 0)
-        printf("RMA_CREATE_REMAP=%d\n", remap);
+        printf("RMA_CREATE_REMAP=%d, right neighbour %s\n", remap,
+               right_off ? "off-node (netmod)" : "on this node");
     for (int k = 0; k < NKINDS; k++)
         run_kind(k, stackbuf);
     return rt_finish("create_paths");

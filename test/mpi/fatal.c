@@ -6,7 +6,8 @@
  *   errors_abort  MPI_ERRORS_ABORT on the window: aborts too;
  *   abort  MPI_Abort while windows of every flavor exist (the runner checks /dev/shm);
  *   kill   a rank kills itself (SIGKILL) while windows of every flavor exist.
- * Each mode prints "fatal-test: <mode> reached" before the failing call.
+ * Each mode prints "fatal-test: <mode> reached" before the failing call. The shared window
+ * spans the node's ranks only (MPI_COMM_TYPE_SHARED), so every mode runs in every topology.
  */
 #include "rmatest.h"
 
@@ -53,7 +54,7 @@ int main(int argc, char **argv)
         MPI_OK(MPI_Alloc_mem(4096, MPI_INFO_NULL, &dam));
         MPI_OK(MPI_Win_create(heap, 1 << 16, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &wc));
         MPI_OK(MPI_Win_create(am, 8192, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &wca));
-        MPI_OK(MPI_Win_allocate_shared(4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &sh, &ws));
+        MPI_OK(MPI_Win_allocate_shared(4096, 1, MPI_INFO_NULL, rt_node_comm(), &sh, &ws));
         MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &wd));
         MPI_OK(MPI_Win_attach(wd, dyn, 8192));
         MPI_OK(MPI_Win_attach(wd, dam, 4096));

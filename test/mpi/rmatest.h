@@ -46,6 +46,57 @@ static inline void rt_init(int *argc, char ***argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rt_rank);
 }
 
+/*
+ * Topology. test/runtests runs every test in several topologies and tells it which one in
+ * RMA_TEST_TOPOLOGY (node, netmod-tcp, netmod, twonode; "node" when unset). Locality is what
+ * librma uses too: the ranks that MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) puts together.
+ */
+static inline const char *rt_topology(void)
+{
+    const char *t = getenv("RMA_TEST_TOPOLOGY");
+    return t != NULL && *t != '\0' ? t : "node";
+}
+
+/* The ranks of MPI_COMM_WORLD on this node. Collective on the first call. */
+static inline MPI_Comm rt_node_comm(void)
+{
+    static MPI_Comm node = MPI_COMM_NULL;
+    if (node == MPI_COMM_NULL)
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    return node;
+}
+
+/* 1 when MPI_COMM_WORLD spans several nodes: there MPI_Win_allocate_shared on it is erroneous
+ * (the standard asks for a communicator whose processes can share memory), so the tests
+ * create shared windows on rt_node_comm() or skip that flavor. Collective on the first call. */
+static inline int rt_world_spans_nodes(void)
+{
+    int n, world;
+    MPI_Comm_size(rt_node_comm(), &n);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    return n != world; /* the same answer on every rank */
+}
+
+/* 1 when world rank `r` is on this process's node. Collective on the first call. */
+static inline int rt_same_node(int r)
+{
+    MPI_Group wg, ng;
+    int nr = MPI_UNDEFINED;
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Comm_group(rt_node_comm(), &ng);
+    MPI_Group_translate_ranks(wg, 1, &r, ng, &nr);
+    MPI_Group_free(&wg);
+    MPI_Group_free(&ng);
+    return nr != MPI_UNDEFINED;
+}
+
+/* 1 when librma is asked to reach every peer through the network (RMA_NETMOD_ONLY=1). */
+static inline int rt_netmod_only(void)
+{
+    const char *e = getenv("RMA_NETMOD_ONLY");
+    return e != NULL && atoi(e) != 0;
+}
+
 /* Sums failures over all ranks; rank 0 prints the summary. Returns the exit code. */
 static inline int rt_finish(const char *name)
 {

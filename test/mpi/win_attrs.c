@@ -4,7 +4,8 @@
  * Win_free, a failing callback making Win_free fail, free_keyval while in use); default and
  * set names; MPI_Win_get_group against the communicator's group; the info keys in effect
  * (defaults, given at creation, changed by set_info); user error handlers (set, get, call,
- * freed while a window still uses them) and MPI_ERRORS_RETURN.
+ * freed while a window still uses them) and MPI_ERRORS_RETURN. Shared windows are made on
+ * the ranks of this node (MPI_COMM_TYPE_SHARED), so the test runs in every topology.
  */
 #include "rmatest.h"
 
@@ -33,8 +34,8 @@ static void predefined(void)
             MPI_OK(MPI_Win_allocate(size, du, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
             break;
         case F_SHARED:
-            MPI_OK(MPI_Win_allocate_shared(size, du, MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
-                                           &win));
+            /* on the node's ranks: shared memory cannot span nodes */
+            MPI_OK(MPI_Win_allocate_shared(size, du, MPI_INFO_NULL, rt_node_comm(), &mem, &win));
             break;
         case F_DYNAMIC:
             MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
@@ -266,7 +267,7 @@ static void infos(void)
     MPI_Info_set(in, "same_size", "true");
     MPI_Info_set(in, "same_disp_unit", "true");
     MPI_Info_set(in, "alloc_shared_noncontig", "true");
-    MPI_OK(MPI_Win_allocate_shared(16, 4, in, MPI_COMM_WORLD, &mem, &win));
+    MPI_OK(MPI_Win_allocate_shared(16, 4, in, rt_node_comm(), &mem, &win));
     MPI_OK(MPI_Win_get_info(win, &used));
     info_expect(used, "no_locks", "true", "shared, given");
     info_expect(used, "accumulate_ordering", "rar,waw", "shared, given");
@@ -275,7 +276,7 @@ static void infos(void)
     info_expect(used, "alloc_shared_noncontig", "true", "shared, given");
     MPI_Info_free(&used);
     MPI_OK(MPI_Win_free(&win));
-    MPI_OK(MPI_Win_allocate_shared(16, 4, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    MPI_OK(MPI_Win_allocate_shared(16, 4, MPI_INFO_NULL, rt_node_comm(), &mem, &win));
     MPI_OK(MPI_Win_get_info(win, &used));
     info_expect(used, "alloc_shared_noncontig", "false", "shared, default");
     MPI_Info_free(&used);
