@@ -167,10 +167,9 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
     out->region = (size_t)tg->size;
     if (tg->map_local != NULL) {
         out->nmaps = 1;
-        out->maps[0] = (rma_dyn_hit_t){tg->map_lo, tg->map_lo + tg->map_len, tg->map_local,
-                                       win->acc_mode == RMA_ACC_MODE_ATOMIC ||
-                                           win->acc_mode == RMA_ACC_MODE_NET,
-                                       NULL};
+        out->maps[0] = (rma_dyn_hit_t){
+            tg->map_lo, tg->map_lo + tg->map_len, tg->map_local,
+            win->acc_mode == RMA_ACC_MODE_ATOMIC || win->acc_mode == RMA_ACC_MODE_NET, NULL};
         if (out->taddr + (uintptr_t)lo >= tg->map_lo &&
             out->taddr + (uintptr_t)hi <= tg->map_lo + tg->map_len)
             out->local = tg->map_local + (out->taddr - tg->map_lo);
