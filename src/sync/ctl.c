@@ -4,8 +4,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "sync/ctl.h"
+#include "windows/win_error.h"
 
 #ifdef HAVE_UCX
 #include "netmod/ucx/nm_ucx.h"
@@ -18,7 +20,30 @@ int rma_ctl_net_amo(rma_win_t *win, int t, size_t off, int op, unsigned size, ui
 
     if (nm->ops == NULL || nm->ctl_key == NULL)
         return -ENOTCONN;
+    if (fetched == NULL) /* only issued: rma_ctl_flush_all must look at it */
+        win->net_dirty = 1;
     return nm->ops->amo(nm, nm->ctl_key, op, size, nm->ctl_raddr + off, value, compare, fetched);
+}
+
+int rma_ctl_flush_all(rma_win_t *win, int *failed)
+{
+    if (!win->net_dirty)
+        return 0;
+    for (int t = 0; t < win->nranks; t++) {
+        int rc = rma_ctl_flush(win, t);
+        if (rc != 0) {
+            *failed = t;
+            return rc;
+        }
+    }
+    win->net_dirty = 0;
+    return 0;
+}
+
+int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc)
+{
+    return rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d (world rank %d): %s", t,
+                   win->world[t], strerror(-rc));
 }
 
 void rma_ctl_progress(rma_win_t *win)

@@ -137,6 +137,13 @@ static inline int rma_ctl_flush(rma_win_t *win, int t)
     return nm->pending ? nm->ops->flush(nm) : 0;
 }
 
+/* Every operation this process issued to any target is complete there. 0, or -errno with
+ * the unreachable target in *failed. */
+int rma_ctl_flush_all(rma_win_t *win, int *failed);
+
+/* Raises MPI_ERR_OTHER on the window for a network call to target t that failed with rc. */
+int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc);
+
 /* Lets the network move while a protocol waits (no-op when nothing is off-node). */
 void rma_ctl_progress(rma_win_t *win);
 

@@ -1,7 +1,6 @@
 /*
  * fence.c - MPI_Win_fence and the window's shared-memory barrier.
  */
-#include <string.h>
 
 #include "sync/ctl.h"
 #include "sync/sync.h"
@@ -19,13 +18,9 @@
 /* Every operation to off-node targets is complete there. 0 or the error raised. */
 static int barrier_flush(rma_win_t *win, const char *func)
 {
-    for (int t = 0; t < win->nranks; t++) {
-        int rc = rma_ctl_flush(win, t);
-        if (rc != 0)
-            return rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d: %s", t, strerror(-rc));
-    }
-    win->net_dirty = 0;
-    return MPI_SUCCESS;
+    int t = 0, rc = rma_ctl_flush_all(win, &t);
+
+    return rc == 0 ? MPI_SUCCESS : rma_ctl_fail(win, func, t, rc);
 }
 
 int rma_sync_barrier(rma_win_t *win)
@@ -44,8 +39,7 @@ int rma_sync_barrier(rma_win_t *win)
             int r = win->reps[i];
             rc = rma_ctl_add(win, r, RMA_CTL_OFF(win, win->rank, bar_epoch), 1);
             if (rc != 0)
-                return rma_err(win, "MPI_Win_fence", MPI_ERR_OTHER, "cannot reach rank %d: %s", r,
-                               strerror(-rc));
+                return rma_ctl_fail(win, "MPI_Win_fence", r, rc);
         }
         /* our arrivals must land even if we leave first and never progress again */
         if (win->nreps > 0 && (rc = barrier_flush(win, "MPI_Win_fence")) != MPI_SUCCESS)

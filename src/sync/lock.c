@@ -7,7 +7,6 @@
  * unlocked target can run without ever entering MPI (passive target progress).
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "sync/ctl.h"
 #include "sync/sync.h"
@@ -130,15 +129,9 @@ static int lock_all_acquire(rma_win_t *win)
 /* Every off-node target's operations are complete there (flush_all, unlock_all). */
 static int flush_net_all(rma_win_t *win)
 {
-    int rc = 0;
+    int t;
 
-    if (!win->net_dirty)
-        return 0;
-    for (int t = 0; t < win->nranks && rc == 0; t++)
-        rc = rma_ctl_flush(win, t);
-    if (rc == 0)
-        win->net_dirty = 0;
-    return rc;
+    return rma_ctl_flush_all(win, &t);
 }
 
 static int lock_all_release(rma_win_t *win)
@@ -148,13 +141,6 @@ static int lock_all_release(rma_win_t *win)
     if (rc == 0)
         rc = rma_ctl_add(win, 0, LOCKG_OFF(win), NEG(1));
     return rc != 0 ? rc : rma_ctl_flush(win, 0);
-}
-
-/* The error of a failed network call while synchronizing with rank t. */
-static int net_fail(rma_win_t *win, const char *func, int t, int rc)
-{
-    return rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d (world rank %d): %s", t,
-                   win->world[t], strerror(-rc));
 }
 
 /* ------------------------------------------------------------------ threads
@@ -290,7 +276,7 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
         tg->lock_pending = 0;
         if (lrc != 0) {
             held_remove(win, rank);
-            rc = net_fail(win, func, rank, lrc);
+            rc = rma_ctl_fail(win, func, rank, lrc);
             goto out;
         }
     }
@@ -328,7 +314,7 @@ int rma_unlock(rma_win_t *win, int rank)
     atomic_thread_fence(memory_order_seq_cst);
     int lrc = tg->lock_nocheck ? rma_ctl_flush(win, rank) : lock_release(win, rank, tg->lock_type);
     if (lrc != 0)
-        rc = net_fail(win, func, rank, lrc);
+        rc = rma_ctl_fail(win, func, rank, lrc);
     tg->lock_type = 0;
     tg->access = 0;
     if (--win->nlocks == 0)
@@ -387,7 +373,7 @@ int rma_lock_all(rma_win_t *win, int assert)
         win->lock_all_pending = 0;
         if (lrc != 0) {
             held_remove(win, -1);
-            rc = net_fail(win, func, 0, lrc);
+            rc = rma_ctl_fail(win, func, 0, lrc);
             goto out;
         }
     }
@@ -416,7 +402,7 @@ int rma_unlock_all(rma_win_t *win)
     atomic_thread_fence(memory_order_seq_cst);
     int lrc = win->lock_all_nocheck ? flush_net_all(win) : lock_all_release(win);
     if (lrc != 0)
-        rc = net_fail(win, "MPI_Win_unlock_all", 0, lrc);
+        rc = rma_ctl_fail(win, "MPI_Win_unlock_all", 0, lrc);
     win->lock_all_nocheck = 0;
     win->epoch = RMA_EPOCH_NONE;
     win->all_access = 0;
@@ -441,7 +427,8 @@ int rma_flush_error(rma_win_t *win, int rank, const char *func)
 
 int rma_flush_net(rma_win_t *win, int rank, const char *func)
 {
-    int rc = rank == RMA_FLUSH_ALL ? flush_net_all(win) : rma_ctl_flush(win, rank);
+    int t = rank,
+        rc = rank == RMA_FLUSH_ALL ? rma_ctl_flush_all(win, &t) : rma_ctl_flush(win, rank);
 
-    return rc == 0 ? MPI_SUCCESS : net_fail(win, func, rank == RMA_FLUSH_ALL ? 0 : rank, rc);
+    return rc == 0 ? MPI_SUCCESS : rma_ctl_fail(win, func, t, rc);
 }

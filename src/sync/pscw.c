@@ -13,7 +13,6 @@
  */
 #include <sched.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "sync/ctl.h"
 #include "sync/sync.h"
@@ -70,7 +69,7 @@ int rma_post(rma_win_t *win, MPI_Group group, int assert)
         if (nrc == 0 && !win->targets[o].local)
             nrc = rma_ctl_flush(win, o); /* a post must not wait for our next call */
         if (nrc != 0)
-            rc = rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d: %s", o, strerror(-nrc));
+            rc = rma_ctl_fail(win, func, o, nrc);
     }
     free(ranks);
     if (rc != MPI_SUCCESS)
@@ -142,8 +141,7 @@ int rma_complete(rma_win_t *win)
         if (nrc == 0 && !win->targets[t].local)
             nrc = rma_ctl_flush(win, t);
         if (nrc != 0 && rc == MPI_SUCCESS)
-            rc = rma_err(win, "MPI_Win_complete", MPI_ERR_OTHER, "cannot reach rank %d: %s", t,
-                         strerror(-nrc));
+            rc = rma_ctl_fail(win, "MPI_Win_complete", t, nrc);
         win->targets[t].access = 0;
     }
     win->nstart = 0;

@@ -33,29 +33,6 @@ static const char *fname[] = {"create", "allocate", "shared", "dynamic"};
 
 static int rank, nprocs;
 
-static int cmp_ll(const void *a, const void *b)
-{
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* All ranks' n values gathered at rank 0 must be exactly {0, ..., nprocs*n - 1}. */
-static void check_permutation(long long *mine, int n, const char *what)
-{
-    long long *all = rank == 0 ? malloc(sizeof(long long) * n * nprocs) : NULL;
-
-    MPI_Gather(mine, n, MPI_LONG_LONG, all, n, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        int bad = 0;
-        qsort(all, (size_t)n * nprocs, sizeof(long long), cmp_ll);
-        for (long long i = 0; i < (long long)n * nprocs; i++)
-            if (all[i] != i && bad++ < 3)
-                CHECK(0, "%s: sorted fetched value %lld is %lld", what, i, all[i]);
-        CHECK(bad == 0, "%s: fetched values are not a permutation (%d wrong)", what, bad);
-        free(all);
-    }
-}
-
 static void run(int flavor)
 {
     MPI_Win win;
@@ -193,15 +170,15 @@ static void run(int flavor)
         }
     }
     snprintf(what, sizeof(what), "%s fetch_and_op tickets", fname[flavor]);
-    check_permutation(t_fop, ITER * NPHASE, what);
+    rt_check_permutation(t_fop, ITER * NPHASE, what);
     snprintf(what, sizeof(what), "%s get_accumulate double tickets", fname[flavor]);
-    check_permutation(t_gacc, ITER * NPHASE, what);
+    rt_check_permutation(t_gacc, ITER * NPHASE, what);
     snprintf(what, sizeof(what), "%s compare_and_swap tickets", fname[flavor]);
-    check_permutation(t_cas, ITER * NPHASE, what);
+    rt_check_permutation(t_cas, ITER * NPHASE, what);
     snprintf(what, sizeof(what), "%s long double tickets", fname[flavor]);
-    check_permutation(t_ldbl, ITER * NPHASE, what);
+    rt_check_permutation(t_ldbl, ITER * NPHASE, what);
     snprintf(what, sizeof(what), "%s misaligned tickets", fname[flavor]);
-    check_permutation(t_mis, ITER * NPHASE, what);
+    rt_check_permutation(t_mis, ITER * NPHASE, what);
     /* exchange: the fetched values plus the final one are 0 and every value written, once */
     if (rank == 0)
         memcpy(&xg[ITER * NPHASE], mem + O_XCHG, 8);
@@ -216,7 +193,7 @@ static void run(int flavor)
             for (int i = 0; i < n * nprocs; i++)
                 if (all[i] >= 0)
                     all[m++] = all[i];
-            qsort(all, m, sizeof(long long), cmp_ll);
+            qsort(all, m, sizeof(long long), rt_cmp_ll);
             CHECK(m == (int)total + 1, "%s: %d exchanged values, want %lld", fname[flavor], m,
                   total + 1);
             for (int i = 0; i < m; i++)

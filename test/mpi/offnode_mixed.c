@@ -58,29 +58,6 @@ static MPI_Aint disp(win_t *w, int t, MPI_Aint off)
     return w->addr ? w->addr[t] + off : off;
 }
 
-static int cmp_ll(const void *a, const void *b)
-{
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* All ranks' n values gathered at rank 0 must be exactly {0, ..., nprocs*n - 1}. */
-static void check_permutation(long long *mine, int n, const char *what)
-{
-    long long *all = rank == 0 ? malloc(sizeof(long long) * n * nprocs) : NULL;
-
-    MPI_Gather(mine, n, MPI_LONG_LONG, all, n, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        int bad = 0;
-        qsort(all, (size_t)n * nprocs, sizeof(long long), cmp_ll);
-        for (long long i = 0; i < (long long)n * nprocs; i++)
-            if (all[i] != i && bad++ < 3)
-                CHECK(0, "%s: sorted fetched value %lld is %lld", what, i, all[i]);
-        CHECK(bad == 0, "%s: fetched values are not a permutation (%d wrong)", what, bad);
-        free(all);
-    }
-}
-
 static void topology(void)
 {
     const char *topo = rt_topology();
@@ -270,12 +247,12 @@ static void contend(win_t *w, int flavor, int t)
     }
     MPI_Barrier(MPI_COMM_WORLD); /* no lock epoch is left when the fence phase starts */
     snprintf(what, sizeof(what), "%s, target %d: fetch_and_op tickets", fname[flavor], t);
-    check_permutation(t_fop, ITER, what);
+    rt_check_permutation(t_fop, ITER, what);
     snprintf(what, sizeof(what), "%s, target %d: get_accumulate values", fname[flavor], t);
-    check_permutation(t_gacc, ITER, what);
+    rt_check_permutation(t_gacc, ITER, what);
     snprintf(what, sizeof(what), "%s, target %d: values replaced by compare_and_swap",
              fname[flavor], t);
-    check_permutation(t_cas, ITER, what);
+    rt_check_permutation(t_cas, ITER, what);
     {
         long all = 0;
         MPI_Reduce(&cas_retries, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

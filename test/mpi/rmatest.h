@@ -97,6 +97,35 @@ static inline int rt_netmod_only(void)
     return e != NULL && atoi(e) != 0;
 }
 
+/* qsort comparison of long longs. */
+static inline int rt_cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* All ranks' n values gathered at rank 0 of MPI_COMM_WORLD must be exactly
+ * {0, ..., nprocs*n - 1}: fetched tickets were neither lost nor duplicated. */
+static inline void rt_check_permutation(long long *mine, int n, const char *what)
+{
+    int me, np;
+    long long *all;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    all = me == 0 ? malloc(sizeof(long long) * n * np) : NULL;
+    MPI_Gather(mine, n, MPI_LONG_LONG, all, n, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (me == 0) {
+        int bad = 0;
+        qsort(all, (size_t)n * np, sizeof(long long), rt_cmp_ll);
+        for (long long i = 0; i < (long long)n * np; i++)
+            if (all[i] != i && bad++ < 3)
+                CHECK(0, "%s: sorted fetched value %lld is %lld", what, i, all[i]);
+        CHECK(bad == 0, "%s: fetched values are not a permutation (%d wrong)", what, bad);
+        free(all);
+    }
+}
+
 /* Sums failures over all ranks; rank 0 prints the summary. Returns the exit code. */
 static inline int rt_finish(const char *name)
 {

@@ -814,8 +814,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         rma_acc_stripe_wait(win, trank, a->key0);
     } else if ((rc = stripe_hold(a, &set)) != 0) {
         rc = rc == -1 ? rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes")
-                      : rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d: %s", trank,
-                                strerror(-rc));
+                      : rma_ctl_fail(win, func, trank, rc);
         goto out;
     }
     /* no element of the span takes a CPU atomic: one packed read-modify-write, whose CMA

@@ -537,18 +537,7 @@ void rma_ucx_finalize(void)
     if (mine) {
         for (int w = 0; w < ux.npeers; w++)
             if (ux.peers[w].ep != NULL) {
-                ucs_status_ptr_t req = ucp_ep_close_nbx(ux.peers[w].ep, &p);
-                if (UCS_PTR_IS_PTR(req)) {
-                    rma_backoff_t bo = RMA_BACKOFF_INIT;
-                    while (ucp_request_check_status(req) == UCS_INPROGRESS) {
-                        int busy = (int)ucp_worker_progress(ux.ow);
-                        if (rma_env.agent == RMA_AGENT_OFF)
-                            busy += (int)ucp_worker_progress(ux.tw);
-                        if (!busy)
-                            rma_backoff(&bo);
-                    }
-                    ucp_request_free(req);
-                }
+                wait_req(ucp_ep_close_nbx(ux.peers[w].ep, &p));
                 ux.peers[w].ep = NULL;
             }
     }
