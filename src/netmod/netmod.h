@@ -13,6 +13,7 @@
 #ifndef RMA_NETMOD_H
 #define RMA_NETMOD_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -29,6 +30,8 @@ typedef struct rma_nm_tgt {
     uintptr_t ctl_raddr;              /* target's address of its node's control segment */
     void *ctl_key;                    /* remote key of that segment */
     void *data_key;                   /* remote key of the target's window memory */
+    _Atomic int hx_out;               /* host-assisted puts not acknowledged yet (mpid/rma/hx.h) */
+    _Atomic int hx_err;               /* ... the first refusal among them, -errno */
 } rma_nm_tgt_t;
 
 /* Atomic operations on remote words (ucx) */
@@ -59,7 +62,8 @@ typedef struct rma_netmod_ops {
      * it. 0 or -errno. */
     int (*amo_post)(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
                     const void *value, void *reply);
-    /* Every operation issued to the target is complete at the target. 0 or -errno. */
+    /* Every operation issued to the target is complete at the target, host-assisted puts
+     * included (their acknowledgements arrived). 0 or -errno. */
     int (*flush)(rma_nm_tgt_t *t);
 } rma_netmod_ops_t;
 

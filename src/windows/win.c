@@ -11,6 +11,7 @@ rma_win_tab_t *_Atomic rma_win_tab;
 static rma_win_tab_t **retired; /* tables replaced by a larger one */
 static int nretired;
 static unsigned win_live;
+static uint32_t win_serial; /* windows made so far (under win_lock) */
 static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A free slot index, growing the table when full (win_lock held); -1 without memory. */
@@ -69,6 +70,7 @@ rma_win_t *rma_win_new(void)
         return NULL;
     }
     win->handle = (MPI_Win)(RMA_WIN_HANDLE_TAG | (unsigned)idx);
+    win->serial = ++win_serial;
     atomic_load_explicit(&rma_win_tab, memory_order_relaxed)->slot[idx] = win;
     win_live++;
     pthread_mutex_unlock(&win_lock);

@@ -180,7 +180,8 @@ typedef struct rma_target {
     size_t dtab_len;
     uint64_t dtab_id;
     struct rma_dyn_cache *dcache; /* off-node dynamic targets: regions and keys fetched */
-    MPI_Win peer_win;             /* the target's handle of this window */
+    MPI_Win peer_win;             /* the target's handle of this window ... */
+    uint32_t peer_serial;         /* ... and its serial number there */
 } rma_target_t;
 
 typedef struct rma_attr {
@@ -213,6 +214,8 @@ typedef struct rma_win {
     uint64_t bar_epoch; /* barriers entered on this window */
 
     MPI_Win handle;
+    uint32_t serial; /* windows made by this process before this one: a handle reused after
+                      * MPI_Win_free gets a new serial (requests from peers name both) */
     MPI_Group group; /* group of comm, for PSCW rank translation */
     void *base;
     MPI_Aint size;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "mpid/rma/env.h"
+#include "mpid/rma/hx.h"
 #include "netmod/ucx/nm_ucx.h"
 #include "sync/ctl.h"
 #include "sync/sync.h"
@@ -31,9 +32,9 @@
 typedef struct rank_info {
     int32_t need_ep; /* this rank lacks an endpoint to an off-node peer of the window */
     int32_t net_err; /* this rank could not start the network transport */
-    int32_t handle;  /* its handle of the window */
-    int32_t pad;
-    uint64_t base; /* window base in the owner's address space */
+    int32_t handle;  /* its handle of the window ... */
+    uint32_t serial; /* ... and serial number */
+    uint64_t base;   /* window base in the owner's address space */
     uint64_t size;
     int32_t disp_unit;
     int32_t pid;
@@ -131,6 +132,7 @@ static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
         return;
     }
     rma_win_dyn_net_init();
+    rma_hx_net_init();
     for (int t = 0; t < win->nranks; t++)
         if (!win->targets[t].local && !rma_ucx_has_ep(win->world[t]))
             me->need_ep = 1;
@@ -148,9 +150,11 @@ static int win_exchange(rma_win_t *win, MPI_Comm comm, rank_info_t *me, rank_inf
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     me->pid = getpid();
     me->handle = (int32_t)win->handle;
+    me->serial = win->serial;
     PMPI_Allgather(me, sizeof(*me), MPI_BYTE, all, sizeof(*me), MPI_BYTE, comm);
     for (int t = 0; t < win->nranks; t++) {
         win->targets[t].peer_win = (MPI_Win)all[t].handle;
+        win->targets[t].peer_serial = all[t].serial;
         win->targets[t].pid = all[t].pid;
         win->targets[t].nm.pid = all[t].pid;
         if (all[t].net_err && bad < 0)

@@ -360,10 +360,10 @@ static void large_vector(int create)
             CHECK(0, "large vector get: res[%d] = %d, want %d", i, res[i], want);
     }
     CHECK(bad == 0, "large vector get: %d wrong bytes", bad);
-    /* off-node, a million-piece vector is a million RDMAs (host-assisted transfers, issue
-     * 10, are not built yet): only the same-node path has a time limit */
-    CHECK((rt_world_spans_nodes() || rt_netmod_only()) || (tput < 1.0 && tget < 1.0),
-          "vector of 1<<20 elements: put %.3f s, get %.3f s", tput,
+    /* off-node, the million pieces travel to the target's agent in a few host-assisted
+     * requests (one RDMA each would take tens of seconds) */
+    double limit = (rt_world_spans_nodes() || rt_netmod_only()) ? 5.0 : 1.0;
+    CHECK(tput < limit && tget < limit, "vector of 1<<20 elements: put %.3f s, get %.3f s", tput,
           tget);
     if (rank == 0)
         printf("large vector (1<<20 elements, %s window): put %.4f s, get %.4f s\n",

@@ -14,6 +14,9 @@ rma_env_t rma_env = {
     .cma_batch = 512,
     .agent = RMA_AGENT_BLOCK,
     .agent_spin_us = 200,
+    .hx_piece = 2048,
+    .hx_min = 8,
+    .hx_msg = 64 << 10,
 };
 
 static const char *const agent_names[] = {"block", "poll", "off"};
@@ -48,6 +51,11 @@ void rma_env_init(void)
     rma_env.spin_count = (int)env_long("RMA_SPIN_COUNT", rma_env.spin_count, 0, 1 << 24);
     rma_env.cma_batch = (size_t)env_long("RMA_CMA_IOV", (long)rma_env.cma_batch, 1, 1024);
     rma_env.agent_spin_us = (int)env_long("RMA_AGENT_SPIN_US", rma_env.agent_spin_us, 0, 1000000);
+    rma_env.hx_msg = (size_t)env_long("RMA_HX_MSG", (long)rma_env.hx_msg, 4096, 4 << 20);
+    rma_env.hx_piece = (size_t)env_long("RMA_HX_PIECE", (long)rma_env.hx_piece, 0, 4 << 20);
+    if (rma_env.hx_piece > rma_env.hx_msg)
+        rma_env.hx_piece = rma_env.hx_msg;
+    rma_env.hx_min = (size_t)env_long("RMA_HX_MIN_PIECES", (long)rma_env.hx_min, 1, 1L << 30);
     const char *a = getenv("RMA_AGENT");
     if (a != NULL && *a != '\0') {
         int found = 0;
@@ -89,4 +97,15 @@ void rma_env_print(FILE *out)
             "RMA_AGENT_SPIN_US=%d  block mode: the agent polls this long after activity "
             "before it sleeps\n",
             rma_env.agent_spin_us);
+    fprintf(out,
+            "RMA_HX_PIECE=%zu      off-node put/get: pieces of at most this many bytes are "
+            "sent to the target's agent, which scatters or gathers them (host-assisted); "
+            "larger pieces are one RDMA each; 0: never host-assisted\n",
+            rma_env.hx_piece);
+    fprintf(out,
+            "RMA_HX_MIN_PIECES=%zu    ... when one operation has at least this many such "
+            "pieces (fewer go by RDMA)\n",
+            rma_env.hx_min);
+    fprintf(out, "RMA_HX_MSG=%zu       data bytes in one host-assisted request or reply\n",
+            rma_env.hx_msg);
 }

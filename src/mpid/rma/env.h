@@ -16,6 +16,9 @@ typedef struct rma_env {
     size_t cma_batch;  /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
     int agent;         /* RMA_AGENT: how the progress agent drives the network (RMA_AGENT_*) */
     int agent_spin_us; /* RMA_AGENT_SPIN_US: agent polls this long after activity, then sleeps */
+    size_t hx_piece; /* RMA_HX_PIECE: off-node pieces of at most this many bytes go host-assisted */
+    size_t hx_min;   /* RMA_HX_MIN_PIECES: ... when a transfer has at least this many of them */
+    size_t hx_msg;   /* RMA_HX_MSG: data bytes in one host-assisted request */
 } rma_env_t;
 
 /* RMA_AGENT=block: the agent sleeps on the target worker's event descriptor and polls for

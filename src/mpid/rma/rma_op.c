@@ -11,6 +11,7 @@
 
 #include "mpid/rma/dtl.h"
 #include "mpid/rma/env.h"
+#include "mpid/rma/hx.h"
 #include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
 #include "sync/sync.h"
@@ -51,6 +52,9 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
         if (m != NULL) {
             char *t = m->local + (ta - m->lo);
             memcpy(mv->write ? t : buf, mv->write ? buf : t, n);
+        } else if (mv->hx != NULL && n <= rma_env.hx_piece) {
+            if (rma_hx_add(mv->hx, ta, buf, n) != 0)
+                return mv->err = -ENOMEM;
         } else {
             void *key = rma_tspan_key(mv->span, ta);
             if (mv->niov > 0 && key != mv->key && rma_mover_flush(mv) != 0)
@@ -72,10 +76,39 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
     return 0;
 }
 
+/* The small pieces collected for a host-assisted transfer: sent to the target's agent when
+ * there are enough of them, else one RDMA each like the others. */
+static void mover_send_hx(rma_mover_t *mv)
+{
+    rma_hx_t *hx = mv->hx;
+    int rc;
+
+    mv->hx = NULL;
+    if (mv->err != 0) {
+        /* the walk failed: nothing more is sent */
+    } else if (hx->pieces < rma_env.hx_min) {
+        for (int i = 0; i < hx->nruns && mv->err == 0; i++) {
+            const rma_hx_run_t *r = &hx->runs[i];
+            for (uint64_t k = 0; k < r->count && mv->err == 0; k++)
+                rma_mover_piece(mv, r->taddr + k * (uint64_t)r->tstride,
+                                r->laddr + (int64_t)k * r->lstride, r->len);
+        }
+        hx->nruns = 0;
+        hx->pieces = hx->bytes = 0;
+    } else {
+        mv->win->net_dirty = 1;
+        rc = rma_hx_send(hx);
+        if (rc != 0)
+            mv->err = rc;
+    }
+    rma_hx_done(hx);
+}
+
 /* State of one transfer while the type maps are walked. */
 typedef struct xfer {
     char *origin;
     rma_mover_t mv;
+    rma_hx_t hx;
     struct iovec liov[1024], riov[1024]; /* not zeroed: filled up to mv.niov */
 } xfer_t;
 
@@ -242,7 +275,13 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
                          .max_iov = (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024),
                          .liov = x.liov,
                          .riov = x.riov};
+    if (!win->targets[trank].local && rma_env.hx_piece > 0) {
+        x.hx = (rma_hx_t){.win = win, .trank = trank, .write = kind == RMA_PUT};
+        x.mv.hx = &x.hx;
+    }
     rc = rma_dtl_walk_pairs(td, tcount, od, ocount, xfer_piece, &x);
+    if (x.mv.hx != NULL)
+        mover_send_hx(&x.mv);
     if (rc == 0)
         rma_mover_flush(&x.mv);
     if (x.mv.ncma > 0 && win->targets[trank].local)

@@ -168,30 +168,35 @@ static void reply_done(void *req, ucs_status_t st, void *user)
     ucp_request_free(req);
 }
 
+int rma_ucx_am_reply_buf(void *reply_ep, unsigned id, void *buf, size_t hlen, size_t len)
+{
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA,
+                             .flags = UCP_AM_SEND_FLAG_EAGER,
+                             .cb.send = reply_done,
+                             .user_data = buf};
+    ucs_status_ptr_t req = ucp_am_send_nbx(reply_ep, id, buf, hlen, (char *)buf + hlen, len, &p);
+
+    if (UCS_PTR_IS_ERR(req)) {
+        free(buf);
+        return status_errno(UCS_PTR_STATUS(req));
+    }
+    if (req == NULL)
+        free(buf);
+    return 0;
+}
+
 int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
                      size_t len)
 {
     char *copy = malloc(hlen + len + 1);
-    ucs_status_ptr_t req;
 
     if (copy == NULL)
         return -ENOMEM;
     memcpy(copy, hdr, hlen);
     if (len > 0)
         memcpy(copy + hlen, data, len);
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
-                                             UCP_OP_ATTR_FIELD_USER_DATA,
-                             .flags = UCP_AM_SEND_FLAG_EAGER,
-                             .cb.send = reply_done,
-                             .user_data = copy};
-    req = ucp_am_send_nbx(reply_ep, id, copy, hlen, copy + hlen, len, &p);
-    if (UCS_PTR_IS_ERR(req)) {
-        free(copy);
-        return status_errno(UCS_PTR_STATUS(req));
-    }
-    if (req == NULL)
-        free(copy);
-    return 0;
+    return rma_ucx_am_reply_buf(reply_ep, id, copy, hlen, len);
 }
 
 /* ------------------------------------------------------------------ start */
@@ -479,6 +484,14 @@ static int ucx_flush(rma_nm_tgt_t *t)
     if (!t->pending)
         return 0;
     rc = wait_req(ucp_ep_flush_nbx(t->ep, &p));
+    if (atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0) {
+        rma_backoff_t bo = RMA_BACKOFF_INIT;
+        while (atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0)
+            if (!rma_ucx_progress())
+                rma_backoff(&bo);
+    }
+    if (rc == 0)
+        rc = atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
     if (rc == 0)
         t->pending = 0;
     return rc;

@@ -62,7 +62,13 @@ int rma_ucx_progress(void);
  * and on the origin worker (the caller's thread) for replies. */
 typedef void (*rma_ucx_am_cb_t)(const void *hdr, size_t hlen, const void *data, size_t len,
                                 void *reply_ep);
-enum { RMA_UCX_AM_DYN_REQ = 1, RMA_UCX_AM_DYN_REPLY = 2, RMA_UCX_AM_MAX = 3 };
+enum {
+    RMA_UCX_AM_DYN_REQ = 1, /* region tables of dynamic windows (win_dynamic.c) */
+    RMA_UCX_AM_DYN_REPLY,
+    RMA_UCX_AM_HX_REQ, /* host-assisted transfers (mpid/rma/hx.c) */
+    RMA_UCX_AM_HX_REPLY,
+    RMA_UCX_AM_MAX
+};
 void rma_ucx_am_register(unsigned id, rma_ucx_am_cb_t cb);
 /* Sends a request (a reply endpoint travels with it); the buffers are free on return. */
 int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen, const void *data,
@@ -70,6 +76,10 @@ int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hle
 /* Sends a reply on reply_ep from a request handler; the buffers are free on return. */
 int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
                      size_t len);
+
+/* As rma_ucx_am_reply, from buf (hlen bytes of header, then len of data), which must come
+ * from malloc and is freed when the reply is sent. */
+int rma_ucx_am_reply_buf(void *reply_ep, unsigned id, void *buf, size_t hlen, size_t len);
 
 /* Prints the transports and devices UCX chose (rma_info). */
 void rma_ucx_print(FILE *out);

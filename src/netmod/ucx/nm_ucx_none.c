@@ -5,6 +5,7 @@
 #include "netmod/ucx/nm_ucx.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 int rma_ucx_built(void)
@@ -75,6 +76,12 @@ int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hle
 int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
                      size_t len)
 {
+    return -ENOTSUP;
+}
+
+int rma_ucx_am_reply_buf(void *reply_ep, unsigned id, void *buf, size_t hlen, size_t len)
+{
+    free(buf);
     return -ENOTSUP;
 }
 

@@ -1,0 +1,419 @@
+/*
+ * hx.c - host-assisted transfers (see hx.h): the origin's packing and unpacking, and the
+ * target agent's checks, scatter and gather.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include "mpid/rma/hx.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpid/rma/env.h"
+#include "netmod/ucx/nm_ucx.h"
+#include "sync/wait.h"
+
+#define HX_MAX_REC   1024       /* records in one request */
+#define HX_MAX_BYTES (4u << 20) /* data bytes in one request (RMA_HX_MSG is at most this) */
+#define HX_MIN_RUNS  16
+
+/* What the origin waits on for one request: the answer's destination and a counter. */
+typedef struct hx_wait {
+    _Atomic int *left; /* decremented when the answer arrived */
+    _Atomic int *err;  /* set to the answer's status when it is not 0 */
+    int owned;         /* freed by the handler (puts: nobody waits on the call) */
+    /* get: the answer's bytes go to pieces skip.. of runs[0], then runs[1..nruns) */
+    const rma_hx_run_t *runs;
+    int nruns;
+    uint64_t skip, bytes;
+} hx_wait_t;
+
+/* ------------------------------------------------------------------ the origin */
+
+int rma_hx_add(rma_hx_t *hx, uintptr_t ta, char *buf, size_t len)
+{
+    rma_hx_run_t *r = hx->nruns > 0 ? &hx->runs[hx->nruns - 1] : NULL;
+
+    if (r != NULL && r->len == len && r->count < UINT32_MAX) {
+        if (r->count == 1) {
+            r->tstride = (int64_t)(ta - r->taddr);
+            r->lstride = buf - r->laddr;
+        }
+        if (ta == r->taddr + r->count * (uint64_t)r->tstride &&
+            buf == r->laddr + (int64_t)r->count * r->lstride) {
+            r->count++;
+            hx->pieces++;
+            hx->bytes += len;
+            return 0;
+        }
+    }
+    if (hx->nruns == hx->cap) {
+        int cap = hx->cap ? 2 * hx->cap : HX_MIN_RUNS;
+        rma_hx_run_t *p = realloc(hx->runs, (size_t)cap * sizeof(*p));
+        if (p == NULL)
+            return -ENOMEM;
+        hx->runs = p;
+        hx->cap = cap;
+    }
+    hx->runs[hx->nruns++] = (rma_hx_run_t){ta, 0, buf, 0, 1, (uint32_t)len};
+    hx->pieces++;
+    hx->bytes += len;
+    return 0;
+}
+
+void rma_hx_done(rma_hx_t *hx)
+{
+    free(hx->runs);
+    hx->runs = NULL;
+    hx->nruns = hx->cap = 0;
+    hx->pieces = hx->bytes = 0;
+}
+
+/* Fills one request's records from runs[*ri], piece *rp on: at most HX_MAX_REC records and
+ * max_bytes of data, packed into data when it is not NULL (put). Advances (*ri, *rp);
+ * returns the number of records and their bytes in *bytes. */
+static uint32_t hx_fill(const rma_hx_t *hx, int *ri, uint64_t *rp, rma_hx_rec_t *recs, char *data,
+                        size_t max_bytes, uint64_t *bytes)
+{
+    uint32_t n = 0;
+    uint64_t used = 0;
+
+    while (*ri < hx->nruns && n < HX_MAX_REC) {
+        const rma_hx_run_t *r = &hx->runs[*ri];
+        uint64_t room = (max_bytes - used) / r->len, k = r->count - *rp;
+
+        if (room == 0)
+            break;
+        if (k > room)
+            k = room;
+        recs[n++] =
+            (rma_hx_rec_t){r->taddr + *rp * (uint64_t)r->tstride, r->tstride, r->len, (uint32_t)k};
+        for (uint64_t i = 0; data != NULL && i < k; i++)
+            memcpy(data + used + i * r->len, r->laddr + (int64_t)(*rp + i) * r->lstride, r->len);
+        used += k * r->len;
+        *rp += k;
+        if (*rp == r->count) {
+            (*ri)++;
+            *rp = 0;
+        }
+    }
+    *bytes = used;
+    return n;
+}
+
+static void hx_hdr_init(rma_hx_hdr_t *h, const rma_hx_t *hx, uint32_t nrec, uint64_t bytes,
+                        hx_wait_t *w)
+{
+    const rma_target_t *tg = &hx->win->targets[hx->trank];
+
+    *h = (rma_hx_hdr_t){.magic = RMA_HX_MAGIC,
+                        .kind = hx->write ? RMA_HX_PUT : RMA_HX_GET,
+                        .win = (int32_t)tg->peer_win,
+                        .serial = tg->peer_serial,
+                        .origin = hx->win->world[hx->win->rank],
+                        .nrec = nrec,
+                        .bytes = bytes,
+                        .cookie = (uint64_t)(uintptr_t)w};
+}
+
+/* Waits until *left is 0, driving the origin worker. */
+static void hx_wait_all(_Atomic int *left)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    while (atomic_load_explicit(left, memory_order_acquire) > 0)
+        if (!rma_ucx_progress())
+            rma_backoff(&bo);
+}
+
+int rma_hx_send(rma_hx_t *hx)
+{
+    rma_nm_tgt_t *nm = &hx->win->targets[hx->trank].nm;
+    size_t max_bytes = rma_env.hx_msg;
+    size_t body_cap = HX_MAX_REC * sizeof(rma_hx_rec_t) + (hx->write ? max_bytes : 0);
+    char *body = malloc(body_cap);
+    hx_wait_t *gets = NULL;
+    int ngets = 0, ri = 0, rc = 0;
+    _Atomic int left = 0, err = 0;
+    uint64_t rp = 0;
+
+    if (body == NULL)
+        return -ENOMEM;
+    while (ri < hx->nruns && rc == 0) {
+        rma_hx_rec_t *recs = (rma_hx_rec_t *)body;
+        char *data = body + HX_MAX_REC * sizeof(rma_hx_rec_t);
+        int first = ri;
+        uint64_t skip = rp, bytes;
+        uint32_t nrec;
+        hx_wait_t *w;
+        rma_hx_hdr_t h;
+
+        if (hx->write) {
+            w = malloc(sizeof(*w));
+            if (w == NULL) {
+                rc = -ENOMEM;
+                break;
+            }
+            nrec = hx_fill(hx, &ri, &rp, recs, data, max_bytes, &bytes);
+            if (nrec == 0) { /* a piece larger than a request (RMA_HX_PIECE > RMA_HX_MSG) */
+                free(w);
+                rc = -EINVAL;
+                break;
+            }
+            /* the records go right before the data */
+            memmove(data - nrec * sizeof(*recs), recs, nrec * sizeof(*recs));
+            *w = (hx_wait_t){.left = &nm->hx_out, .err = &nm->hx_err, .owned = 1};
+            hx_hdr_init(&h, hx, nrec, bytes, w);
+            atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
+            nm->pending = 1;
+            rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h),
+                                    data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
+            if (rc != 0) {
+                atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
+                free(w);
+            }
+            continue;
+        }
+        if (ngets % HX_MIN_RUNS == 0) {
+            hx_wait_t *p = realloc(gets, (size_t)(ngets + HX_MIN_RUNS) * sizeof(*p));
+            if (p == NULL) {
+                rc = -ENOMEM;
+                break;
+            }
+            gets = p;
+        }
+        nrec = hx_fill(hx, &ri, &rp, recs, NULL, max_bytes, &bytes);
+        if (nrec == 0) {
+            rc = -EINVAL;
+            break;
+        }
+        w = &gets[ngets++];
+        *w = (hx_wait_t){.left = &left,
+                         .err = &err,
+                         .runs = &hx->runs[first],
+                         .nruns = (rp == 0 ? ri : ri + 1) - first,
+                         .skip = skip,
+                         .bytes = bytes};
+        hx_hdr_init(&h, hx, nrec, bytes, w);
+        atomic_fetch_add_explicit(&left, 1, memory_order_relaxed);
+        rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs));
+        if (rc != 0)
+            atomic_fetch_sub_explicit(&left, 1, memory_order_relaxed);
+    }
+    /* gets: every answer sent for lands before the runs' memory is freed */
+    hx_wait_all(&left);
+    free(gets);
+    free(body);
+    hx->nruns = 0;
+    hx->pieces = hx->bytes = 0;
+    if (rc == 0 && atomic_load(&err) != 0)
+        rc = atomic_load(&err);
+    return rc;
+}
+
+/* Origin: an answer arrives (inside rma_ucx_progress on this thread). */
+static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
+{
+    const rma_hx_reply_t *a = hdr;
+    hx_wait_t *w;
+    int status;
+
+    (void)reply_ep;
+    if (hlen < sizeof(*a))
+        return;
+    w = (hx_wait_t *)(uintptr_t)a->cookie;
+    status = a->status;
+    if (status == 0 && w->runs != NULL) {
+        const char *src = data;
+        uint64_t p = w->skip;
+        if (len != w->bytes)
+            status = -EPROTO;
+        for (int i = 0; status == 0 && i < w->nruns && len > 0; i++, p = 0) {
+            const rma_hx_run_t *r = &w->runs[i];
+            for (; p < r->count && len >= r->len; p++) {
+                memcpy(r->laddr + (int64_t)p * r->lstride, src, r->len);
+                src += r->len;
+                len -= r->len;
+            }
+        }
+    }
+    if (status != 0)
+        atomic_store_explicit(w->err, status, memory_order_relaxed);
+    atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
+    if (w->owned)
+        free(w);
+}
+
+int rma_hx_send_raw(MPI_Win handle, int target, const void *hdr, size_t hlen, const void *data,
+                    size_t len)
+{
+    rma_win_t *win = rma_win_lookup(handle);
+    _Atomic int left = 1, err = 0;
+    hx_wait_t w = {.left = &left, .err = &err};
+    rma_hx_hdr_t h;
+    int rc;
+
+    if (win == NULL || target < 0 || target >= win->nranks || win->targets[target].local ||
+        hlen > sizeof(h))
+        return -EINVAL;
+    /* the cookie is always ours, so that the answer finds its waiter; a header cut short
+     * of it gets no answer */
+    memset(&h, 0, sizeof(h));
+    memcpy(&h, hdr, hlen);
+    h.cookie = (uint64_t)(uintptr_t)&w;
+    rc = rma_ucx_am_request(&win->targets[target].nm, RMA_UCX_AM_HX_REQ, &h, hlen, data, len);
+    if (rc != 0 || hlen < sizeof(h))
+        return rc;
+    hx_wait_all(&left);
+    return atomic_load(&err);
+}
+
+/* ------------------------------------------------------------------ the target's agent */
+
+/* [lo, hi) lies in this rank's memory of the window: its window memory, or one attached
+ * region (dynamic windows; the caller holds dyn_mtx). */
+static int hx_in_window(const rma_win_t *win, uint64_t lo, uint64_t hi)
+{
+    if (win->flavor != MPI_WIN_FLAVOR_DYNAMIC)
+        return lo >= (uint64_t)(uintptr_t)win->base &&
+               hi <= (uint64_t)(uintptr_t)win->base + (uint64_t)win->size;
+    for (uint32_t i = 0; i < win->dyn_n; i++)
+        if (lo >= win->dyn_tab[i].base && hi <= win->dyn_tab[i].base + win->dyn_tab[i].len)
+            return 1;
+    return 0;
+}
+
+/* Bytes [lo, hi) every piece of rec lies in; 0 when they overflow the address space. */
+static int hx_rec_span(const rma_hx_rec_t *r, uint64_t *lo, uint64_t *hi)
+{
+    __int128 first = (__int128)r->addr, last = first + (__int128)(r->count - 1) * r->stride;
+    __int128 l = first < last ? first : last, h = (first < last ? last : first) + r->len;
+
+    if (l < 0 || h > (__int128)UINT64_MAX)
+        return 0;
+    *lo = (uint64_t)l;
+    *hi = (uint64_t)h;
+    return 1;
+}
+
+/* Checks a request against the window; NULL when it is sound, else why not. */
+static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_win_t **win_p)
+{
+    size_t rbytes;
+    rma_win_t *win;
+
+    if (hlen != sizeof(*h) || h->magic != RMA_HX_MAGIC)
+        return "bad header";
+    if (h->kind != RMA_HX_PUT && h->kind != RMA_HX_GET)
+        return "unknown request kind";
+    win = rma_win_lookup((MPI_Win)h->win);
+    if (win == NULL || win->serial != h->serial || !win->net)
+        return "no such window here";
+    if (h->nrec == 0 || h->nrec > HX_MAX_REC || h->bytes > HX_MAX_BYTES)
+        return "record count or length out of range";
+    rbytes = (size_t)h->nrec * sizeof(rma_hx_rec_t);
+    if (len != rbytes + (h->kind == RMA_HX_PUT ? h->bytes : 0))
+        return "message length does not match its header";
+    *win_p = win;
+    return NULL;
+}
+
+/* Checks the records (bounds and lengths; dynamic windows: dyn_mtx held). */
+static const char *hx_check_recs(const rma_win_t *win, const rma_hx_rec_t *recs, uint32_t nrec,
+                                 uint64_t bytes)
+{
+    uint64_t total = 0;
+
+    for (uint32_t i = 0; i < nrec; i++) {
+        const rma_hx_rec_t *r = &recs[i];
+        uint64_t lo, hi, n;
+        if (r->len == 0 || r->count == 0)
+            return "empty record";
+        if (__builtin_mul_overflow((uint64_t)r->len, (uint64_t)r->count, &n) ||
+            __builtin_add_overflow(total, n, &total) || total > bytes)
+            return "records cover more bytes than the header says";
+        if (!hx_rec_span(r, &lo, &hi))
+            return "record overflows the address space";
+        if (hx_in_window(win, lo, hi))
+            continue;
+        if (win->flavor != MPI_WIN_FLAVOR_DYNAMIC)
+            return "record outside the window";
+        /* pieces of one record may lie in adjacent attached regions */
+        for (uint32_t k = 0; k < r->count; k++) {
+            uint64_t a = r->addr + (uint64_t)((int64_t)k * r->stride);
+            if (!hx_in_window(win, a, a + r->len))
+                return "record outside every attached region";
+        }
+    }
+    return total == bytes ? NULL : "records cover fewer bytes than the header says";
+}
+
+static void hx_scatter_gather(const rma_hx_rec_t *recs, uint32_t nrec, char *data, int put)
+{
+    for (uint32_t i = 0; i < nrec; i++)
+        for (uint32_t k = 0; k < recs[i].count; k++) {
+            char *t = (char *)(uintptr_t)(recs[i].addr + (uint64_t)((int64_t)k * recs[i].stride));
+            memcpy(put ? t : data, put ? data : t, recs[i].len);
+            data += recs[i].len;
+        }
+}
+
+static void hx_serve(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
+{
+    const rma_hx_hdr_t *h = hdr;
+    rma_hx_reply_t a = {0};
+    rma_win_t *win = NULL;
+    const char *why = hx_check(h, hlen, len, &win);
+    rma_hx_rec_t *recs = NULL;
+    char *out = NULL;
+
+    if (hlen >= sizeof(*h))
+        a.cookie = h->cookie;
+    if (why == NULL && (recs = malloc((size_t)h->nrec * sizeof(*recs))) == NULL)
+        why = "out of memory";
+    if (why == NULL && h->kind == RMA_HX_GET &&
+        (out = malloc(sizeof(a) + (size_t)h->bytes)) == NULL)
+        why = "out of memory";
+    if (why == NULL) {
+        /* the body need not be aligned for the records */
+        memcpy(recs, data, (size_t)h->nrec * sizeof(*recs));
+        if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
+            pthread_mutex_lock(&win->dyn_mtx);
+        why = hx_check_recs(win, recs, h->nrec, h->bytes);
+        if (why == NULL)
+            hx_scatter_gather(recs, h->nrec,
+                              h->kind == RMA_HX_PUT ? (char *)data + (size_t)h->nrec * sizeof(*recs)
+                                                    : out + sizeof(a),
+                              h->kind == RMA_HX_PUT);
+        if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
+            pthread_mutex_unlock(&win->dyn_mtx);
+    }
+    free(recs);
+    if (why != NULL) {
+        fprintf(stderr, "librma: dropped a host-assisted request from world rank %d: %s\n",
+                hlen >= sizeof(*h) ? h->origin : -1, why);
+        a.status = -EINVAL;
+        free(out);
+        out = NULL;
+    }
+    if (reply_ep == NULL || hlen < sizeof(*h)) {
+        free(out);
+        return;
+    }
+    if (out != NULL) {
+        memcpy(out, &a, sizeof(a));
+        rma_ucx_am_reply_buf(reply_ep, RMA_UCX_AM_HX_REPLY, out, sizeof(a), (size_t)h->bytes);
+    } else {
+        rma_ucx_am_reply(reply_ep, RMA_UCX_AM_HX_REPLY, &a, sizeof(a), NULL, 0);
+    }
+}
+
+void rma_hx_net_init(void)
+{
+    rma_ucx_am_register(RMA_UCX_AM_HX_REQ, hx_serve);
+    rma_ucx_am_register(RMA_UCX_AM_HX_REPLY, hx_answer);
+}

@@ -1,0 +1,97 @@
+/*
+ * hx.h - host-assisted transfers (doc/protocols.md, "Host-assisted transfers").
+ *
+ * A put or get to an off-node target whose layout is many small pieces is not one RDMA per
+ * piece: the origin sends the target's flattened layout, compressed into strided runs, and
+ * for a put the packed data, in one active message per RMA_HX_MSG bytes. The target's
+ * progress agent checks the request against the window (handle, serial, bounds, lengths)
+ * and scatters it into window memory, or gathers it and answers with the data in one
+ * reply; the origin unpacks the reply into its own layout. A put is acknowledged: a flush
+ * of the target (netmod.h) returns once every acknowledgement has come back.
+ */
+#ifndef RMA_HX_H
+#define RMA_HX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "windows/win.h"
+
+/* ------------------------------------------------------------------ the wire */
+
+#define RMA_HX_MAGIC 0x52484158u /* "RHAX" */
+
+enum { RMA_HX_PUT = 1, RMA_HX_GET = 2 };
+
+/* A request: the header, then nrec records, then (put) the bytes the records cover, in
+ * record order. */
+typedef struct rma_hx_hdr {
+    uint32_t magic;
+    uint16_t kind; /* RMA_HX_PUT, RMA_HX_GET */
+    uint16_t pad;
+    int32_t win;     /* the target's handle of the window */
+    uint32_t serial; /* ... and the target's serial number of it (rma_win_t.serial) */
+    int32_t origin;  /* origin's rank in MPI_COMM_WORLD (for the log) */
+    uint32_t nrec;
+    uint64_t bytes;  /* data bytes the records cover */
+    uint64_t cookie; /* returned in the reply */
+} rma_hx_hdr_t;
+
+/* count pieces of len bytes, the i-th at target address addr + i * stride */
+typedef struct rma_hx_rec {
+    uint64_t addr;
+    int64_t stride;
+    uint32_t len, count;
+} rma_hx_rec_t;
+
+/* The answer to every request: status 0, or -EINVAL when the agent dropped it; a get's
+ * reply carries the bytes gathered, in record order. */
+typedef struct rma_hx_reply {
+    uint64_t cookie;
+    int32_t status;
+    uint32_t pad;
+} rma_hx_reply_t;
+
+/* ------------------------------------------------------------------ the origin */
+
+/* Pieces of one transfer, coalesced into runs as they come: count pieces of len bytes, the
+ * i-th at target address taddr + i * tstride and at local address laddr + i * lstride. */
+typedef struct rma_hx_run {
+    uint64_t taddr;
+    int64_t tstride;
+    char *laddr;
+    int64_t lstride;
+    uint64_t count;
+    uint32_t len;
+} rma_hx_run_t;
+
+typedef struct rma_hx {
+    rma_win_t *win;
+    int trank;
+    int write; /* 1: put */
+    rma_hx_run_t *runs;
+    int nruns, cap;
+    uint64_t pieces, bytes;
+} rma_hx_t;
+
+/* Registers the active-message handlers (once UCX runs). */
+void rma_hx_net_init(void);
+
+/* Adds one piece; 0 or -ENOMEM. */
+int rma_hx_add(rma_hx_t *hx, uintptr_t ta, char *buf, size_t len);
+
+/* Sends the pieces added: a put is issued (complete at the target's next flush), a get is
+ * complete on return. Empties hx. 0 or -errno (-EINVAL: the target refused a request). */
+int rma_hx_send(rma_hx_t *hx);
+
+/* Frees what rma_hx_add allocated. */
+void rma_hx_done(rma_hx_t *hx);
+
+/* Tests only: sends a raw request (header hdr of hlen bytes, its cookie replaced; body
+ * data) to target of win and waits for the answer. Returns the status the target's agent
+ * answered (0, or -EINVAL when it dropped the request), or -errno when it could not be
+ * sent; a header shorter than rma_hx_hdr_t gets no answer (0 once sent). */
+int rma_hx_send_raw(MPI_Win win, int target, const void *hdr, size_t hlen, const void *data,
+                    size_t len);
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * hx_requests.c - the target's agent checks every host-assisted request before it touches
+ * memory. Rank 0 sends an off-node target raw requests (mpid/rma/hx.h's wire format):
+ * truncated, for a wrong or stale window, out of bounds, with overflowing or inconsistent
+ * lengths, of an unknown kind. Each must be refused (status -EINVAL, or no answer for a
+ * header cut short) and leave the target's memory unchanged; a well-formed request and
+ * ordinary MPI_Put/MPI_Get afterwards must still work. For an allocated and a dynamic window.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include "mpid/rma/hx.h"
+#include "rma_ext.h"
+#include "rmatest.h"
+
+#define WIN_BYTES 4096
+#define GOOD_OFF 100
+
+static int rank, nprocs;
+
+static uint8_t pattern(int i)
+{
+    return (uint8_t)(i * 7 + 3);
+}
+
+/* One request of one record of count pieces of len bytes at addr (stride), with data. */
+typedef struct req {
+    rma_hx_hdr_t h;
+    rma_hx_rec_t rec[2];
+    uint8_t data[64];
+} req_t;
+
+static void req_init(req_t *q, const rma_target_t *tg, int kind, uint64_t addr, uint32_t len)
+{
+    memset(q, 0, sizeof(*q));
+    q->h = (rma_hx_hdr_t){.magic = RMA_HX_MAGIC,
+                          .kind = (uint16_t)kind,
+                          .win = (int32_t)tg->peer_win,
+                          .serial = tg->peer_serial,
+                          .origin = rank,
+                          .nrec = 1,
+                          .bytes = len};
+    q->rec[0] = (rma_hx_rec_t){addr, 0, len, 1};
+    memset(q->data, 0xAB, sizeof(q->data));
+}
+
+/* Sends q with its first nrec records and (put) the data the header announces; body_cut
+ * bytes fewer than that. */
+static int send_req(MPI_Win win, int t, const req_t *q, size_t hlen, uint32_t nrec, size_t data,
+                    size_t body_cut)
+{
+    char body[sizeof(q->rec) + sizeof(q->data)];
+    size_t len = 0;
+
+    memcpy(body, q->rec, nrec * sizeof(rma_hx_rec_t));
+    len += nrec * sizeof(rma_hx_rec_t);
+    memcpy(body + len, q->data, data);
+    len += data;
+    return rma_hx_send_raw(win, t, &q->h, hlen, body, len - body_cut);
+}
+
+static void run(int dynamic, int t)
+{
+    uint8_t *mem = NULL, got[8];
+    uint64_t base = 0;
+    MPI_Win win;
+    int bad = 0;
+
+    if (dynamic) {
+        MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        mem = malloc(WIN_BYTES);
+        MPI_OK(MPI_Win_attach(win, mem, WIN_BYTES));
+    } else {
+        MPI_OK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    }
+    for (int i = 0; i < WIN_BYTES; i++)
+        mem[i] = pattern(i);
+    base = (uint64_t)(uintptr_t)mem;
+    MPI_Bcast(&base, 1, MPI_UINT64_T, t, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (rank == 0) {
+        const rma_target_t *tg = &rma_win_lookup(win)->targets[t];
+        uint64_t end = base + WIN_BYTES;
+        req_t q;
+        struct {
+            const char *what;
+            int rc;
+        } cases[16];
+        int n = 0, rc;
+#define CASE(what, call) cases[n++] = (typeof(cases[0])){what, (call)}
+
+        /* no answer can come (the agent cannot know whom to answer): memory is checked */
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        rc = send_req(win, t, &q, offsetof(rma_hx_hdr_t, nrec), 1, 8, 0);
+        CHECK(rc == 0, "a header cut short could not be sent: %d", rc);
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.magic ^= 1;
+        CASE("bad magic", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, 7, base + 8, 8);
+        CASE("unknown kind", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.win ^= 0x5;
+        CASE("wrong window", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.serial += 1;
+        CASE("stale window (serial)", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, end - 4, 8);
+        CASE("past the end", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, base - 8, 8);
+        CASE("before the start", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.rec[0] = (rma_hx_rec_t){base + 8, INT64_MAX / 2, 1, 4};
+        q.h.bytes = 4;
+        CASE("stride walks out", send_req(win, t, &q, sizeof(q.h), 1, 4, 0));
+        req_init(&q, tg, RMA_HX_PUT, UINT64_MAX - 2, 8);
+        CASE("address wraps", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.rec[0].count = UINT32_MAX;
+        q.rec[0].len = UINT32_MAX;
+        CASE("length overflows", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.bytes = 16;
+        CASE("header bytes exceed records", send_req(win, t, &q, sizeof(q.h), 1, 16, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.nrec = 2;
+        CASE("body cut short", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        CASE("data cut short", send_req(win, t, &q, sizeof(q.h), 1, 8, 3));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.rec[0].len = 0;
+        q.h.bytes = 0;
+        CASE("empty record", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        req_init(&q, tg, RMA_HX_GET, base + 8, 8);
+        q.h.bytes = 1ull << 40;
+        q.rec[0] = (rma_hx_rec_t){base, 0, 1u << 20, 1u << 20};
+        CASE("get of a terabyte", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        for (int i = 0; i < n; i++)
+            CHECK(cases[i].rc == -EINVAL, "request '%s': status %d, expected %d (-EINVAL)",
+                  cases[i].what, cases[i].rc, -EINVAL);
+
+        /* a sound request still works */
+        req_init(&q, tg, RMA_HX_PUT, base + GOOD_OFF, 8);
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0, "a well-formed put was refused");
+        req_init(&q, tg, RMA_HX_GET, base + GOOD_OFF, 8);
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0, "a well-formed get was refused");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == t) {
+        for (int i = 0; i < WIN_BYTES; i++) {
+            uint8_t want = i >= GOOD_OFF && i < GOOD_OFF + 8 ? 0xAB : pattern(i);
+            if (mem[i] != want && bad++ < 4)
+                CHECK(0, "%s window: byte %d is %#x, expected %#x", dynamic ? "dynamic" : "allocated",
+                      i, mem[i], want);
+        }
+        CHECK(bad == 0, "%d bytes changed", bad);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* the target went on: ordinary operations still work */
+    MPI_OK(MPI_Win_lock_all(0, win));
+    if (rank == 0) {
+        uint64_t v = 0x1122334455667788ull;
+        MPI_Aint disp = dynamic ? (MPI_Aint)base + 16 : 16;
+        MPI_OK(MPI_Put(&v, 8, MPI_BYTE, t, disp, 8, MPI_BYTE, win));
+        MPI_OK(MPI_Win_flush(t, win));
+        MPI_OK(MPI_Get(got, 8, MPI_BYTE, t, disp, 8, MPI_BYTE, win));
+        MPI_OK(MPI_Win_flush(t, win));
+        CHECK(memcmp(got, &v, 8) == 0, "put then get after the bad requests read back wrong");
+    }
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (dynamic) {
+        MPI_OK(MPI_Win_detach(win, mem));
+        MPI_OK(MPI_Win_free(&win));
+        free(mem);
+    } else {
+        MPI_OK(MPI_Win_free(&win));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int t = -1;
+    MPI_Win probe;
+    char *pm;
+
+    rt_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    /* the first rank rank 0 reaches over the network */
+    MPI_OK(MPI_Win_allocate(8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &pm, &probe));
+    if (rank == 0)
+        for (int r = 1; r < nprocs && t < 0; r++) {
+            int path = 0;
+            MPI_OK(RMAX_Win_path(probe, r, 0, 1, &path));
+            if (path == RMAX_PATH_NETMOD)
+                t = r;
+        }
+    MPI_Bcast(&t, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_OK(MPI_Win_free(&probe));
+    CHECK(t > 0 || strcmp(rt_topology(), "node") == 0,
+          "topology %s, but rank 0 has no off-node peer", rt_topology());
+    if (t > 0) {
+        run(0, t);
+        run(1, t);
+    }
+    return rt_finish("hx_requests");
+}
