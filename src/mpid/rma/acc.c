@@ -5,6 +5,7 @@
  * CMA) that every other element takes. The rules are in doc/atomicity.md.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <wchar.h>
@@ -15,6 +16,7 @@
 #include "mpid/rma/acc.h"
 #include "mpid/rma/dtl.h"
 #include "mpid/rma/env.h"
+#include "mpid/rma/hx.h"
 #include "netmod/netmod.h"
 #include "sync/ctl.h"
 #include "sync/wait.h"
@@ -339,7 +341,8 @@ typedef struct acc_op {
     char *scratch; /* read-modify-write of atomic kinds: 2 x scratch_len bytes */
     size_t scratch_len;
     /* transfers between the target and local buffers */
-    char *buf; /* packed read-modify-write: the packed buffer */
+    rma_hx_t *hx; /* off node: the call's pieces for the target's agent */
+    char *buf;    /* packed read-modify-write: the packed buffer */
     rma_mover_t mv;
     struct iovec liov[64], riov[64];
 } acc_op_t;
@@ -545,6 +548,33 @@ static int acc_move(acc_op_t *a, char *buf, int write)
     if (rc == 0)
         rma_mover_flush(&a->mv);
     return a->mv.err != 0 ? a->mv.err : rc;
+}
+
+/* walk (off node, at the target's agent): one target piece against the packed elements,
+ * collected with its offset in them */
+static int acc_piece_hx(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
+{
+    acc_op_t *a = arg;
+
+    return rma_hx_add(a->hx, a->span.taddr + (uintptr_t)toff, (char *)(uintptr_t)boff, len);
+}
+
+/* The whole call as one request that the target's agent applies next to the memory, under
+ * the stripes there (one round trip instead of stripe, get, put and release over the
+ * network). 0, -ENOSPC when it does not fit one request, -errno. */
+static int acc_hx(acc_op_t *a)
+{
+    rma_hx_t hx = {.win = a->win, .trank = a->trank, .write = 1};
+    int rc;
+
+    a->hx = &hx;
+    rc = rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_hx, a);
+    if (rc == 0)
+        rc = rma_hx_acc(&hx, a->kind, a->op, a->basic, (size_t)a->bd->size, a->opk, a->compare,
+                        a->rpk);
+    rma_hx_done(&hx);
+    a->hx = NULL;
+    return rc == -1 ? -ENOMEM : rc;
 }
 
 /* Takes the stripes of every cache line of the target buffer, in the global order, and
@@ -810,6 +840,10 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * that one CPU atomic updates, it holds the stripes of its whole target buffer, and
      * still updates each element with that element's mechanism, so that one-element calls
      * taking no stripe stay atomic with respect to it. */
+    if (!win->targets[trank].local && rma_env.hx_piece > 0 && !acc_single_atomic(a, ttype) &&
+        a->bd->size == a->bd->true_extent && (rc = acc_hx(a)) != -ENOSPC)
+        goto done; /* elements of a pair type with a hole (MPI_SHORT_INT) stay here */
+    rc = 0;
     if (acc_single_atomic(a, ttype)) {
         rma_acc_stripe_wait(win, trank, a->key0);
     } else if ((rc = stripe_hold(a, &set)) != 0) {
@@ -827,6 +861,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         int frc = rma_ctl_flush(win, trank);
         rc = frc != 0 ? frc : rc;
     }
+done:
     if (a->held) {
         int urc = stripe_unlock_set(win, trank, &set);
         if (rc == 0)
@@ -849,5 +884,143 @@ out:
     free(a->scratch);
     free(opk);
     free(rpk);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ at the target's agent */
+
+/* Bytes of one element of predefined type basic (0: not predefined). */
+size_t rma_acc_serve_esize(MPI_Datatype basic)
+{
+    const rma_dtl_t *d;
+
+    if (rma_acc_type_class(basic) == RMA_AC_INVALID || rma_dtl_get(basic, &d) != MPI_SUCCESS)
+        return 0;
+    return (size_t)d->size;
+}
+
+const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t bytes, size_t *data)
+{
+    size_t es = rma_acc_serve_esize(basic);
+    int cls = rma_acc_type_class(basic);
+
+    if (kind != RMA_ACC && kind != RMA_GACC && kind != RMA_FOP && kind != RMA_CAS)
+        return "unknown accumulate kind";
+    if (es == 0)
+        return "not a predefined datatype usable in accumulates";
+    if (op < 0 || op >= RMA_OP_COUNT)
+        return "unknown operation";
+    if (kind == RMA_CAS && (cls == RMA_AC_INT || cls == RMA_AC_LOGICAL || cls == RMA_AC_BYTE)) {
+        if (bytes != es)
+            return "compare-and-swap of more than one element";
+        *data = 2 * es;
+        return NULL;
+    }
+    if (kind == RMA_CAS)
+        return "compare-and-swap on a datatype that is not an integer, logical or byte";
+    if (!rma_acc_op_allowed(basic, op) || (kind == RMA_ACC && op == RMA_OP_NO_OP))
+        return "operation not allowed on the datatype";
+    if (bytes == 0 || bytes % es != 0)
+        return "length is not whole elements";
+    *data = op == RMA_OP_NO_OP ? 0 : (size_t)bytes;
+    return NULL;
+}
+
+/* Takes the stripes of set in ascending order without waiting: 0, or -EAGAIN (none held)
+ * when one is taken. */
+static int stripe_try_set(rma_win_t *win, const stripe_set_t *set)
+{
+    for (unsigned s = 0; s < RMA_ACC_NLOCKS; s++) {
+        uint32_t expect = 0;
+        if (!(set->bits[s / 64] >> (s % 64) & 1))
+            continue;
+        if (atomic_compare_exchange_strong_explicit(rma_acc_stripe_word(win, s), &expect,
+                                                    (uint32_t)win->rank + 1, memory_order_acquire,
+                                                    memory_order_relaxed))
+            continue;
+        while (s-- > 0)
+            if (set->bits[s / 64] >> (s % 64) & 1)
+                atomic_store_explicit(rma_acc_stripe_word(win, s), 0, memory_order_release);
+        return -EAGAIN;
+    }
+    return 0;
+}
+
+/* One element (or, for types without a CPU-atomic kernel, n elements packed at their
+ * size) at t: the previous value to r, then t = t op o. 0, or 1 when MPI_Reduce_local
+ * failed. */
+static int serve_elems(int kind, int op, MPI_Datatype basic, int akind, size_t es, char *t,
+                       const char *o, const char *c, char *r, size_t n, int relaxed)
+{
+    char tmp[64];
+
+    if (kind == RMA_CAS) {
+        if ((es == 1 || es == 2 || es == 4 || es == 8) && ((uintptr_t)t & (es - 1)) == 0) {
+            rma_acc_cas((unsigned)es, t, o, c, r);
+        } else {
+            memcpy(r, t, es);
+            if (memcmp(t, c, es) == 0)
+                memcpy(t, o, es);
+        }
+        return 0;
+    }
+    if (akind != RMA_AK_LOCKED && ((uintptr_t)t & (es - 1)) == 0) {
+        for (size_t i = 0; i < n; i++)
+            rma_acc_atomic(akind, op, t + i * es, o ? o + i * es : NULL, r ? r + i * es : NULL,
+                           relaxed);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++, t += es) {
+        if (r != NULL)
+            memcpy(r + i * es, t, es);
+        if (op == RMA_OP_NO_OP)
+            continue;
+        if (op != RMA_OP_REPLACE) {
+            if (es > sizeof(tmp))
+                return 1;
+            memcpy(tmp, o + i * es, es);
+            if (PMPI_Reduce_local(t, tmp, 1, basic, (MPI_Op)((unsigned)MPI_MAX + (unsigned)op)) !=
+                MPI_SUCCESS)
+                return 1;
+            memcpy(t, tmp, es);
+        } else {
+            memcpy(t, o + i * es, es);
+        }
+    }
+    return 0;
+}
+
+int rma_acc_serve(rma_win_t *win, const rma_hx_rec_t *recs, uint32_t nrec, int kind, int op,
+                  MPI_Datatype basic, const char *opk, const char *compare, char *rpk)
+{
+    size_t es = rma_acc_serve_esize(basic), off = 0;
+    uint64_t base = win->flavor == MPI_WIN_FLAVOR_DYNAMIC ? 0 : (uint64_t)(uintptr_t)win->base;
+    int akind =
+        RMA_DT_IS_BUILTIN(basic) ? rma_acc_types[(unsigned)basic & 0xff].kind : RMA_AK_LOCKED;
+    int relaxed = rma_acc_relaxed(win), rc = 0;
+    stripe_set_t set;
+
+    /* the stripes of the whole target buffer, as an origin on this node takes them */
+    memset(&set, 0, sizeof(set));
+    for (uint32_t i = 0; i < nrec; i++)
+        for (uint32_t k = 0; k < recs[i].count; k++)
+            stripe_mark(&set, win->rank,
+                        recs[i].addr + (uint64_t)((int64_t)k * recs[i].stride) - base, recs[i].len);
+    if (stripe_try_set(win, &set) != 0)
+        return -EAGAIN;
+    /* every element that has a CPU-atomic kernel takes it (other origins may update it
+     * with network or CPU atomics without a stripe); the rest are read, combined and
+     * written under the stripes */
+    for (uint32_t i = 0; i < nrec && rc == 0; i++)
+        for (uint32_t k = 0; k < recs[i].count && rc == 0; k++) {
+            char *t = (char *)(uintptr_t)(recs[i].addr + (uint64_t)((int64_t)k * recs[i].stride));
+            size_t n = recs[i].len / es;
+            rc = serve_elems(kind, op, basic, akind, es, t, opk ? opk + off : NULL, compare,
+                             rpk ? rpk + off : NULL, n, relaxed);
+            off += recs[i].len;
+        }
+    for (unsigned s = 0; s < RMA_ACC_NLOCKS; s++)
+        if (set.bits[s / 64] >> (s % 64) & 1)
+            atomic_store_explicit(rma_acc_stripe_word(win, s), 0, memory_order_release);
     return rc;
 }

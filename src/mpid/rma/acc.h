@@ -112,6 +112,19 @@ enum { RMA_ACC = 0, RMA_GACC, RMA_FOP, RMA_CAS };
 
 /* General accumulate path: every check with the standard's error classes (raised once on the
  * window), derived datatypes, locked types, CMA, dynamic windows. MPI_SUCCESS or the error. */
+struct rma_hx_rec;
+
+/* The target's agent (mpid/rma/hx.c). esize: bytes of one element of a predefined type
+ * (0 when basic is not one usable in accumulates). check: NULL when (kind, op, basic) and
+ * the data bytes are a sound request, the data that must follow the records in *data;
+ * else why not. serve: applies the call to this rank's memory at the records, under the
+ * stripes of every line they touch (doc/atomicity.md): 0, 1 when MPI_Reduce_local failed,
+ * -EAGAIN (nothing done) when a stripe is taken. */
+size_t rma_acc_serve_esize(MPI_Datatype basic);
+const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t bytes, size_t *data);
+int rma_acc_serve(rma_win_t *win, const struct rma_hx_rec *recs, uint32_t nrec, int kind, int op,
+                  MPI_Datatype basic, const char *opk, const char *compare, char *rpk);
+
 int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, MPI_Datatype otype,
                  void *result, MPI_Aint rcount, MPI_Datatype rtype, const void *compare, int trank,
                  MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, MPI_Op op, const char *func)

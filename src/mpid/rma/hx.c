@@ -8,11 +8,13 @@
 #include "mpid/rma/hx.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpid/rma/acc.h"
 #include "mpid/rma/env.h"
 #include "netmod/ucx/nm_ucx.h"
 #include "sync/wait.h"
@@ -248,6 +250,68 @@ static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len
         free(w);
 }
 
+/* A copy of hx's runs whose local addresses, offsets, are made addresses in base. */
+static rma_hx_run_t *hx_rebase(const rma_hx_t *hx, const char *base)
+{
+    rma_hx_run_t *r = malloc((size_t)hx->nruns * sizeof(*r));
+
+    for (int i = 0; r != NULL && i < hx->nruns; i++) {
+        r[i] = hx->runs[i];
+        r[i].laddr = (char *)base + (uintptr_t)hx->runs[i].laddr;
+    }
+    return r;
+}
+
+int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize, const char *opk,
+               const char *compare, char *rpk)
+{
+    rma_nm_tgt_t *nm = &hx->win->targets[hx->trank].nm;
+    size_t cmp = kind == RMA_CAS ? esize : 0, data = opk != NULL ? (size_t)hx->bytes : 0;
+    size_t rbytes = (size_t)hx->nruns * sizeof(rma_hx_rec_t);
+    rma_hx_run_t *src = NULL, *dst = NULL, *runs = hx->runs;
+    _Atomic int left = 1, err = 0;
+    hx_wait_t w = {.left = &left, .err = &err};
+    char *body = NULL;
+    int rc = -ENOMEM, ri = 0;
+    uint64_t rp = 0, bytes;
+    rma_hx_hdr_t h;
+
+    if (hx->nruns > HX_MAX_REC || hx->bytes > HX_MAX_BYTES)
+        return -ENOSPC;
+    /* the records from the runs, the data packed along them from opk; the answer is
+     * unpacked along them into rpk */
+    body = malloc(rbytes + cmp + data + 1);
+    if (body == NULL || (opk != NULL && (src = hx_rebase(hx, opk)) == NULL) ||
+        (rpk != NULL && (dst = hx_rebase(hx, rpk)) == NULL))
+        goto out;
+    hx->runs = src != NULL ? src : runs; /* NO_OP: no data, the records alone */
+    if (hx_fill(hx, &ri, &rp, (rma_hx_rec_t *)body, src ? body + rbytes + cmp : NULL, HX_MAX_BYTES,
+                &bytes) != (uint32_t)hx->nruns) {
+        rc = -ENOSPC;
+        goto out;
+    }
+    memcpy(body + rbytes, compare, cmp);
+    if (rpk != NULL)
+        w = (hx_wait_t){
+            .left = &left, .err = &err, .runs = dst, .nruns = hx->nruns, .bytes = hx->bytes};
+    hx_hdr_init(&h, hx, (uint32_t)hx->nruns, hx->bytes, &w);
+    h.kind = RMA_HX_ACC;
+    h.op = (uint8_t)op;
+    h.acc = (uint8_t)kind;
+    h.basic = (int32_t)basic;
+    rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), body, rbytes + cmp + data);
+    if (rc == 0) {
+        hx_wait_all(&left);
+        rc = atomic_load(&err);
+    }
+out:
+    hx->runs = runs;
+    free(body);
+    free(src);
+    free(dst);
+    return rc;
+}
+
 int rma_hx_send_raw(MPI_Win handle, int target, const void *hdr, size_t hlen, const void *data,
                     size_t len)
 {
@@ -300,15 +364,16 @@ static int hx_rec_span(const rma_hx_rec_t *r, uint64_t *lo, uint64_t *hi)
     return 1;
 }
 
-/* Checks a request against the window; NULL when it is sound, else why not. */
+/* Checks a request's header against its length and the windows here; NULL when it is
+ * sound (the window in *win_p), else why not. */
 static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_win_t **win_p)
 {
-    size_t rbytes;
+    size_t rbytes, data;
     rma_win_t *win;
 
     if (hlen != sizeof(*h) || h->magic != RMA_HX_MAGIC)
         return "bad header";
-    if (h->kind != RMA_HX_PUT && h->kind != RMA_HX_GET)
+    if (h->kind != RMA_HX_PUT && h->kind != RMA_HX_GET && h->kind != RMA_HX_ACC)
         return "unknown request kind";
     win = rma_win_lookup((MPI_Win)h->win);
     if (win == NULL || win->serial != h->serial || !win->net)
@@ -316,15 +381,25 @@ static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_
     if (h->nrec == 0 || h->nrec > HX_MAX_REC || h->bytes > HX_MAX_BYTES)
         return "record count or length out of range";
     rbytes = (size_t)h->nrec * sizeof(rma_hx_rec_t);
-    if (len != rbytes + (h->kind == RMA_HX_PUT ? h->bytes : 0))
+    if (len < rbytes)
+        return "message length does not match its header";
+    data = h->kind == RMA_HX_PUT ? h->bytes : 0;
+    if (h->kind == RMA_HX_ACC) {
+        const char *why =
+            rma_acc_serve_check(h->acc, h->op, (MPI_Datatype)h->basic, h->bytes, &data);
+        if (why != NULL)
+            return why;
+    }
+    if (len != rbytes + data)
         return "message length does not match its header";
     *win_p = win;
     return NULL;
 }
 
-/* Checks the records (bounds and lengths; dynamic windows: dyn_mtx held). */
+/* Checks the records (bounds and lengths; dynamic windows: dyn_mtx held); esize: every
+ * piece is whole elements of that many bytes. */
 static const char *hx_check_recs(const rma_win_t *win, const rma_hx_rec_t *recs, uint32_t nrec,
-                                 uint64_t bytes)
+                                 uint64_t bytes, size_t esize)
 {
     uint64_t total = 0;
 
@@ -333,6 +408,8 @@ static const char *hx_check_recs(const rma_win_t *win, const rma_hx_rec_t *recs,
         uint64_t lo, hi, n;
         if (r->len == 0 || r->count == 0)
             return "empty record";
+        if (r->len % esize != 0)
+            return "record length is not whole elements";
         if (__builtin_mul_overflow((uint64_t)r->len, (uint64_t)r->count, &n) ||
             __builtin_add_overflow(total, n, &total) || total > bytes)
             return "records cover more bytes than the header says";
@@ -362,37 +439,57 @@ static void hx_scatter_gather(const rma_hx_rec_t *recs, uint32_t nrec, char *dat
         }
 }
 
-static void hx_serve(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
+/* Serves one request; -EAGAIN when an accumulate found a stripe taken (it is served again
+ * later), else 0 (answered, or dropped with one line on stderr). */
+static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
 {
     const rma_hx_hdr_t *h = hdr;
     rma_hx_reply_t a = {0};
     rma_win_t *win = NULL;
     const char *why = hx_check(h, hlen, len, &win);
+    size_t esize = 1, rbytes = 0, cmp = 0;
     rma_hx_rec_t *recs = NULL;
     char *out = NULL;
+    int fetch = 0, rc = 0;
 
     if (hlen >= sizeof(*h))
         a.cookie = h->cookie;
-    if (why == NULL && (recs = malloc((size_t)h->nrec * sizeof(*recs))) == NULL)
-        why = "out of memory";
-    if (why == NULL && h->kind == RMA_HX_GET &&
-        (out = malloc(sizeof(a) + (size_t)h->bytes)) == NULL)
-        why = "out of memory";
     if (why == NULL) {
-        /* the body need not be aligned for the records */
-        memcpy(recs, data, (size_t)h->nrec * sizeof(*recs));
+        rbytes = (size_t)h->nrec * sizeof(*recs);
+        if (h->kind == RMA_HX_ACC) {
+            esize = rma_acc_serve_esize((MPI_Datatype)h->basic);
+            fetch = h->acc != RMA_ACC;
+            cmp = h->acc == RMA_CAS ? esize : 0;
+        }
+        fetch |= h->kind == RMA_HX_GET;
+        if ((recs = malloc(rbytes)) == NULL ||
+            (fetch && (out = malloc(sizeof(a) + (size_t)h->bytes)) == NULL))
+            why = "out of memory";
+    }
+    if (why == NULL) {
+        const char *body = (const char *)data + rbytes;
+        memcpy(recs, data, rbytes); /* the body need not be aligned for the records */
         if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
             pthread_mutex_lock(&win->dyn_mtx);
-        why = hx_check_recs(win, recs, h->nrec, h->bytes);
-        if (why == NULL)
-            hx_scatter_gather(recs, h->nrec,
-                              h->kind == RMA_HX_PUT ? (char *)data + (size_t)h->nrec * sizeof(*recs)
-                                                    : out + sizeof(a),
+        why = hx_check_recs(win, recs, h->nrec, h->bytes, esize);
+        if (why == NULL && h->kind == RMA_HX_ACC) {
+            rc = rma_acc_serve(win, recs, h->nrec, h->acc, h->op, (MPI_Datatype)h->basic,
+                               len > rbytes + cmp ? body + cmp : NULL, cmp ? body : NULL,
+                               fetch ? out + sizeof(a) : NULL);
+            if (rc == 1)
+                why = "MPI_Reduce_local failed";
+        } else if (why == NULL) {
+            hx_scatter_gather(recs, h->nrec, h->kind == RMA_HX_PUT ? (char *)body : out + sizeof(a),
                               h->kind == RMA_HX_PUT);
+        }
         if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
             pthread_mutex_unlock(&win->dyn_mtx);
     }
     free(recs);
+    if (rc == -EAGAIN) {
+        free(out);
+        return rc;
+    }
     if (why != NULL) {
         fprintf(stderr, "librma: dropped a host-assisted request from world rank %d: %s\n",
                 hlen >= sizeof(*h) ? h->origin : -1, why);
@@ -402,7 +499,7 @@ static void hx_serve(const void *hdr, size_t hlen, const void *data, size_t len,
     }
     if (reply_ep == NULL || hlen < sizeof(*h)) {
         free(out);
-        return;
+        return 0;
     }
     if (out != NULL) {
         memcpy(out, &a, sizeof(a));
@@ -410,10 +507,70 @@ static void hx_serve(const void *hdr, size_t hlen, const void *data, size_t len,
     } else {
         rma_ucx_am_reply(reply_ep, RMA_UCX_AM_HX_REPLY, &a, sizeof(a), NULL, 0);
     }
+    return 0;
+}
+
+/* Accumulates that found a stripe taken wait here, in arrival order, copied: the agent
+ * never waits for a stripe inside the worker's progress (the holder may be an off-node
+ * origin whose transfers need that progress). */
+typedef struct hx_later {
+    struct hx_later *next;
+    void *reply_ep;
+    size_t hlen, len;
+    char buf[];
+} hx_later_t;
+
+static pthread_mutex_t later_mtx = PTHREAD_MUTEX_INITIALIZER;
+static hx_later_t *later_head, **later_tail = &later_head;
+static _Atomic int later_n;
+
+static void hx_serve(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
+{
+    hx_later_t *l;
+
+    if (atomic_load_explicit(&later_n, memory_order_acquire) == 0 &&
+        hx_handle(hdr, hlen, data, len, reply_ep) != -EAGAIN)
+        return;
+    /* behind the ones waiting already, so that none is overtaken */
+    l = malloc(sizeof(*l) + hlen + len);
+    if (l == NULL) {
+        fprintf(stderr, "librma: dropped a host-assisted request: out of memory\n");
+        return;
+    }
+    *l = (hx_later_t){NULL, reply_ep, hlen, len};
+    memcpy(l->buf, hdr, hlen);
+    memcpy(l->buf + hlen, data, len);
+    pthread_mutex_lock(&later_mtx);
+    *later_tail = l;
+    later_tail = &l->next;
+    atomic_fetch_add_explicit(&later_n, 1, memory_order_release);
+    pthread_mutex_unlock(&later_mtx);
+}
+
+/* The network's idle hook: serves the requests left for later, in order, until one still
+ * finds its stripes taken. Returns how many are left. */
+static int hx_serve_later(void)
+{
+    if (atomic_load_explicit(&later_n, memory_order_acquire) == 0)
+        return 0;
+    pthread_mutex_lock(&later_mtx);
+    while (later_head != NULL) {
+        hx_later_t *l = later_head;
+        if (hx_handle(l->buf, l->hlen, l->buf + l->hlen, l->len, l->reply_ep) == -EAGAIN)
+            break;
+        later_head = l->next;
+        if (later_head == NULL)
+            later_tail = &later_head;
+        atomic_fetch_sub_explicit(&later_n, 1, memory_order_release);
+        free(l);
+    }
+    pthread_mutex_unlock(&later_mtx);
+    return atomic_load_explicit(&later_n, memory_order_acquire);
 }
 
 void rma_hx_net_init(void)
 {
     rma_ucx_am_register(RMA_UCX_AM_HX_REQ, hx_serve);
     rma_ucx_am_register(RMA_UCX_AM_HX_REPLY, hx_answer);
+    rma_ucx_set_idle(hx_serve_later);
 }

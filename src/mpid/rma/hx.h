@@ -21,14 +21,17 @@
 
 #define RMA_HX_MAGIC 0x52484158u /* "RHAX" */
 
-enum { RMA_HX_PUT = 1, RMA_HX_GET = 2 };
+enum { RMA_HX_PUT = 1, RMA_HX_GET, RMA_HX_ACC };
 
-/* A request: the header, then nrec records, then (put) the bytes the records cover, in
- * record order. */
+/* A request: the header, then nrec records, then the data: for a put the bytes the records
+ * cover, in record order; for an accumulate (RMA_HX_ACC) the compare element of a
+ * compare-and-swap, then the origin's elements (none for MPI_NO_OP). */
 typedef struct rma_hx_hdr {
     uint32_t magic;
-    uint16_t kind; /* RMA_HX_PUT, RMA_HX_GET */
-    uint16_t pad;
+    uint16_t kind;   /* RMA_HX_PUT, RMA_HX_GET, RMA_HX_ACC */
+    uint8_t op;      /* accumulates: RMA_OP_* (mpid/rma/acc.h) */
+    uint8_t acc;     /* ... RMA_ACC, RMA_GACC, RMA_FOP or RMA_CAS */
+    int32_t basic;   /* ... the predefined datatype of every element */
     int32_t win;     /* the target's handle of the window */
     uint32_t serial; /* ... and the target's serial number of it (rma_win_t.serial) */
     int32_t origin;  /* origin's rank in MPI_COMM_WORLD (for the log) */
@@ -45,7 +48,8 @@ typedef struct rma_hx_rec {
 } rma_hx_rec_t;
 
 /* The answer to every request: status 0, or -EINVAL when the agent dropped it; a get's
- * reply carries the bytes gathered, in record order. */
+ * reply carries the bytes gathered, in record order, a fetching accumulate's the previous
+ * values of the elements. */
 typedef struct rma_hx_reply {
     uint64_t cookie;
     int32_t status;
@@ -68,7 +72,7 @@ typedef struct rma_hx_run {
 typedef struct rma_hx {
     rma_win_t *win;
     int trank;
-    int write; /* 1: put */
+    int write; /* 1: put (or accumulate) */
     rma_hx_run_t *runs;
     int nruns, cap;
     uint64_t pieces, bytes;
@@ -83,6 +87,13 @@ int rma_hx_add(rma_hx_t *hx, uintptr_t ta, char *buf, size_t len);
 /* Sends the pieces added: a put is issued (complete at the target's next flush), a get is
  * complete on return. Empties hx. 0 or -errno (-EINVAL: the target refused a request). */
 int rma_hx_send(rma_hx_t *hx);
+
+/* An accumulate-family call as one request, applied by the target's agent under the
+ * stripes of its whole target buffer (doc/atomicity.md); done (result in rpk) on return.
+ * The runs' local addresses are offsets into the packed elements opk and rpk. 0, -ENOSPC
+ * when it does not fit one request (the caller takes the origin-side path), -errno. */
+int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize, const char *opk,
+               const char *compare, char *rpk);
 
 /* Frees what rma_hx_add allocated. */
 void rma_hx_done(rma_hx_t *hx);

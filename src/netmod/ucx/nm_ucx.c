@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ static struct {
     int npeers;
     int started, failed;
     rma_ucx_am_cb_t am[RMA_UCX_AM_MAX];
+    int (*idle)(void);    /* serves requests left for later; returns how many are left */
     pthread_mutex_t lock; /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
 } ux = {.tw_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -66,9 +68,17 @@ int rma_ucx_progress(void)
 {
     int n = (int)ucp_worker_progress(ux.ow);
 
-    if (rma_env.agent == RMA_AGENT_OFF)
+    if (rma_env.agent == RMA_AGENT_OFF) {
         n += (int)ucp_worker_progress(ux.tw);
+        if (ux.idle != NULL)
+            ux.idle();
+    }
     return n != 0;
+}
+
+void rma_ucx_set_idle(int (*fn)(void))
+{
+    ux.idle = fn;
 }
 
 /* Waits for a request of the origin worker; frees it. 0 or -errno. */
@@ -103,12 +113,21 @@ static int post_req(ucs_status_ptr_t req)
 
 static int agent_progress(void)
 {
-    return ucp_worker_progress(ux.tw) != 0;
+    int n = (int)ucp_worker_progress(ux.tw);
+
+    if (ux.idle != NULL)
+        ux.idle();
+    return n != 0;
 }
 
-/* 0: armed, the agent may sleep on the descriptor; 1: events are pending. */
+/* 0: armed, the agent may sleep on the descriptor; 1: events are pending, or requests left
+ * for later wait (the agent keeps polling, yielding the core). */
 static int agent_arm(void)
 {
+    if (ux.idle != NULL && ux.idle() > 0) {
+        sched_yield();
+        return 1;
+    }
     return ucp_worker_arm(ux.tw) == UCS_ERR_BUSY;
 }
 

@@ -77,6 +77,11 @@ int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hle
 int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
                      size_t len);
 
+/* fn is called whenever the target worker has been progressed (by the agent, or inside
+ * librma calls with RMA_AGENT=off) to serve requests a handler left for later; it returns
+ * how many are still left (the agent does not sleep while some are). */
+void rma_ucx_set_idle(int (*fn)(void));
+
 /* As rma_ucx_am_reply, from buf (hlen bytes of header, then len of data), which must come
  * from malloc and is freed when the reply is sent. */
 int rma_ucx_am_reply_buf(void *reply_ep, unsigned id, void *buf, size_t hlen, size_t len);
