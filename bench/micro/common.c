@@ -583,7 +583,7 @@ int bench_main(const bench_spec_t *spec, int argc, char **argv)
 
     setup_roles(&b);
     size_t slots = spec->slotted ? (size_t)b.ops_per_sync : 1;
-    b.buf_bytes = b.max_size * slots;
+    b.buf_bytes = b.max_size * slots * (size_t)(spec->win_scale > 1 ? spec->win_scale : 1);
     /* Whole pages: MPICH 4.0.2 ch4 MPI_Win_allocate misplaces the target of windows whose
      * size is not a multiple of 16 bytes (seen with 1, 8 and 63 B: a get reads the origin's
      * own window), which verification catches; page-sized windows avoid that. */

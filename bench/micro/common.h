@@ -60,6 +60,7 @@ typedef struct bench_spec {
     int fan_out;            /* accepts -t one|all: origin 0 targets rank 1 or every rank */
     int slotted;            /* op j of an epoch uses its own slot j of size bytes */
     int single_elem;        /* one element of elem_size bytes: -m is ignored */
+    int win_scale;          /* window memory is this many times the largest size (0: 1) */
 
     /* Called on every rank before each size, inside an exclusive lock of its own window:
      * fill the origin buffers and set the rank's window memory. */

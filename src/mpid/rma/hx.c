@@ -138,8 +138,7 @@ int rma_hx_send(rma_hx_t *hx)
     size_t max_bytes = rma_env.hx_msg;
     size_t body_cap = HX_MAX_REC * sizeof(rma_hx_rec_t) + (hx->write ? max_bytes : 0);
     char *body = malloc(body_cap);
-    hx_wait_t *gets = NULL;
-    int ngets = 0, ri = 0, rc = 0;
+    int ri = 0, rc = 0;
     _Atomic int left = 0, err = 0;
     uint64_t rp = 0;
 
@@ -180,22 +179,16 @@ int rma_hx_send(rma_hx_t *hx)
             }
             continue;
         }
-        if (ngets % HX_MIN_RUNS == 0) {
-            hx_wait_t *p = realloc(gets, (size_t)(ngets + HX_MIN_RUNS) * sizeof(*p));
-            if (p == NULL) {
-                rc = -ENOMEM;
-                break;
-            }
-            gets = p;
-        }
         nrec = hx_fill(hx, &ri, &rp, recs, NULL, max_bytes, &bytes);
-        if (nrec == 0) {
-            rc = -EINVAL;
+        if (nrec == 0 || (w = malloc(sizeof(*w))) == NULL) {
+            rc = nrec == 0 ? -EINVAL : -ENOMEM;
             break;
         }
-        w = &gets[ngets++];
+        /* freed by the answer's handler, which unpacks into the runs (alive until the
+         * wait below is over) */
         *w = (hx_wait_t){.left = &left,
                          .err = &err,
+                         .owned = 1,
                          .runs = &hx->runs[first],
                          .nruns = (rp == 0 ? ri : ri + 1) - first,
                          .skip = skip,
@@ -203,12 +196,13 @@ int rma_hx_send(rma_hx_t *hx)
         hx_hdr_init(&h, hx, nrec, bytes, w);
         atomic_fetch_add_explicit(&left, 1, memory_order_relaxed);
         rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs));
-        if (rc != 0)
+        if (rc != 0) {
             atomic_fetch_sub_explicit(&left, 1, memory_order_relaxed);
+            free(w);
+        }
     }
     /* gets: every answer sent for lands before the runs' memory is freed */
     hx_wait_all(&left);
-    free(gets);
     free(body);
     hx->nruns = 0;
     hx->pieces = hx->bytes = 0;
