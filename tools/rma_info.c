@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <stdio.h>
 
+#include "mpid/rma/agent.h"
 #include "mpid/rma/env.h"
 #include "netmod/ucx/nm_ucx.h"
 #include "rma_ext.h"
@@ -26,6 +27,11 @@ int main(int argc, char **argv)
            rma_seg_sharing_works() ? "yes" : "NO (windows use cross-memory attach)");
     printf("\nenvironment:\n");
     rma_env_print(stdout);
+    {
+        char where[256];
+        rma_agent_placement(where, sizeof(where), 0);
+        printf("\nprogress agent of this process: %s\n", where);
+    }
     if (rma_ucx_built()) {
         const char *why = "";
         printf("\nUCX as librma starts it (the transports and devices an endpoint to a "

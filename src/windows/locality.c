@@ -4,7 +4,10 @@
  * with `mpiexec -launcher fork -hosts a,b` it gives two nodes on one machine, which MPICH
  * then treats as two nodes itself, so the off-node path is tested as it runs.
  */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mpid/rma/env.h"
 #include "windows/win.h"
@@ -12,6 +15,8 @@
 static int *world_node; /* node number of each MPI_COMM_WORLD rank (its node's lowest rank) */
 static int world_size;
 static MPI_Group world_group = MPI_GROUP_NULL;
+static cpu_set_t node_used; /* CPUs some rank of this node may run on */
+static int node_rank = -1;  /* this process's rank among them (-1: not known) */
 
 /* The lowest MPI_COMM_WORLD rank of the calling process's node, over comm. */
 static int node_of_me(MPI_Comm comm)
@@ -24,6 +29,15 @@ static int node_of_me(MPI_Comm comm)
     if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
         return me;
     PMPI_Allreduce(&me, &low, 1, MPI_INT, MPI_MIN, node);
+    if (comm == MPI_COMM_WORLD) { /* where the node's ranks run (the agent's placement) */
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
+            memset(&mine, 0xff, sizeof(mine));
+        PMPI_Allreduce(&mine, &node_used, (int)(sizeof(mine) / sizeof(unsigned long)),
+                       MPI_UNSIGNED_LONG, MPI_BOR, node);
+        PMPI_Comm_rank(node, &node_rank);
+    }
     PMPI_Comm_free(&node);
     return low;
 }
@@ -67,5 +81,14 @@ int rma_locality(MPI_Comm comm, MPI_Group group, int n, int real, int *world, in
     if (rma_env.netmod_only && !real)
         for (int i = 0; i < n; i++)
             node[i] = world[i];
+    return 0;
+}
+
+int rma_locality_cpus(void *used, size_t len, int *rank)
+{
+    if (node_rank < 0 || len < sizeof(node_used))
+        return -1;
+    memcpy(used, &node_used, sizeof(node_used));
+    *rank = node_rank;
     return 0;
 }

@@ -386,6 +386,11 @@ void rma_locality_init(void);
  * MPI_COMM_WORLD. Collective over comm only when MPI_Init was not seen. */
 int rma_locality(MPI_Comm comm, MPI_Group group, int n, int real, int *world, int *node);
 
+/* The CPUs the ranks of this node may run on (a cpu_set_t of len bytes, the union of their
+ * affinity masks at MPI_Init) and this process's rank among them. 0, or -1 when MPI_Init
+ * was not seen. */
+int rma_locality_cpus(void *used, size_t len, int *rank);
+
 /* Parses info keys into win->info (defaults first). */
 void rma_win_info_parse(rma_win_t *win, MPI_Info info);
 

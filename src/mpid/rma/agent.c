@@ -2,6 +2,8 @@
  * agent.c - the progress agent's thread (see agent.h).
  */
 #define _GNU_SOURCE
+#include "config.h"
+
 #include "mpid/rma/agent.h"
 
 #include <errno.h>
@@ -14,6 +16,11 @@
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef HAVE_HWLOC
+#include <hwloc.h>
+#endif
+#include <stdio.h>
+#include <string.h>
 
 #include "mpid/rma/env.h"
 #include "windows/segment.h"
@@ -82,9 +89,98 @@ static void drive_network(void)
     }
 }
 
+/* RMA_AGENT_CPU=auto: the cores (hwloc) none of whose CPUs a rank of this node may run
+ * on; the agent of the node's k-th rank takes the (k mod n)-th of them. 0 and the core's
+ * CPUs in *set, or -1 with the reason in why. */
+static int free_core(cpu_set_t *set, const char **why)
+{
+#ifdef HAVE_HWLOC
+    cpu_set_t used;
+    hwloc_topology_t topo;
+    hwloc_obj_t core = NULL;
+    int rank, nfree = 0, pick, cpu;
+
+    *why = "MPI_Init was not intercepted (no view of the node's ranks)";
+    if (rma_locality_cpus(&used, sizeof(used), &rank) != 0)
+        return -1;
+    *why = "hwloc cannot read the topology";
+    if (hwloc_topology_init(&topo) != 0)
+        return -1;
+    if (hwloc_topology_load(topo) != 0) {
+        hwloc_topology_destroy(topo);
+        return -1;
+    }
+    /* pass 0 counts the free cores, pass 1 takes the (rank mod count)-th */
+    for (int pass = 0, k = 0; pass < 2 && core == NULL; pass++) {
+        hwloc_obj_t c = NULL;
+        pick = nfree > 0 ? rank % nfree : 0;
+        while ((c = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_CORE, c)) != NULL) {
+            int busy = 0;
+            hwloc_bitmap_foreach_begin(cpu, c->cpuset) busy |=
+                cpu >= CPU_SETSIZE || CPU_ISSET(cpu, &used);
+            hwloc_bitmap_foreach_end();
+            if (busy)
+                continue;
+            if (pass == 0)
+                nfree++;
+            else if (k++ == pick) {
+                core = c;
+                break;
+            }
+        }
+        if (nfree == 0)
+            break;
+    }
+    if (core != NULL) {
+        CPU_ZERO(set);
+        hwloc_bitmap_foreach_begin(cpu, core->cpuset) CPU_SET(cpu, set);
+        hwloc_bitmap_foreach_end();
+    }
+    hwloc_topology_destroy(topo);
+    *why = "every core runs a rank of this node (or the ranks are not bound)";
+    return core != NULL ? 0 : -1;
+#else
+    (void)set;
+    *why = "librma was built without hwloc";
+    return -1;
+#endif
+}
+
+void rma_agent_placement(char *buf, size_t len, int bind)
+{
+    const char *why = "RMA_AGENT_CPU=none";
+    cpu_set_t set;
+    int ok = 0;
+
+    CPU_ZERO(&set);
+    if (rma_env.agent_cpu >= 0 && rma_env.agent_cpu < CPU_SETSIZE) {
+        CPU_SET(rma_env.agent_cpu, &set);
+        ok = 1;
+    } else if (rma_env.agent_cpu == -2) {
+        ok = free_core(&set, &why) == 0;
+    }
+    if (ok && bind && pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+        ok = 0;
+        why = "the binding was refused";
+    }
+    if (!ok) {
+        snprintf(buf, len, "unbound (%s)", why);
+        return;
+    }
+    size_t n = (size_t)snprintf(buf, len, "bound to CPU%s", CPU_COUNT(&set) > 1 ? "s" : "");
+    for (int c = 0; c < CPU_SETSIZE && n < len; c++)
+        if (CPU_ISSET(c, &set))
+            n += (size_t)snprintf(buf + n, len - n, " %d", c);
+}
+
 static void *agent_main(void *arg)
 {
+    char where[256];
+
     (void)arg;
+    rma_agent_placement(where, sizeof(where), 1);
+    if (rma_env.verbose >= 1)
+        fprintf(stderr, "librma: progress agent of process %d: %s\n", (int)getpid(), where);
     while (!atomic_load_explicit(&agent_stopping, memory_order_acquire)) {
         struct pollfd fds[2] = {{agent_efd, POLLIN, 0}, {net_fd, POLLIN, 0}};
         int again = atomic_load_explicit(&agent_again, memory_order_relaxed);

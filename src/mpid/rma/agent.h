@@ -9,6 +9,8 @@
 #ifndef RMA_AGENT_H
 #define RMA_AGENT_H
 
+#include <stddef.h>
+
 /* Starts the agent once per process. Returns its eventfd (a descriptor number peers
  * duplicate with pidfd_getfd to wake it), or -1 when it cannot run. */
 int rma_agent_start(void);
@@ -26,6 +28,10 @@ int rma_agent_progress_attach(int fd, int (*progress)(void), int (*arm)(void));
 
 /* Stops the agent (it no longer touches the network once this returns). */
 void rma_agent_progress_detach(void);
+
+/* Where the agent runs or would run (RMA_AGENT_CPU; rma_info, RMA_VERBOSE=1), as a
+ * sentence into buf. Binds the calling thread there when bind is 1. */
+void rma_agent_placement(char *buf, size_t len, int bind);
 
 /* Stops the agent and closes what rma_agent_kick opened (MPI_Finalize). */
 void rma_agent_stop(void);

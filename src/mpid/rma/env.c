@@ -14,6 +14,7 @@ rma_env_t rma_env = {
     .cma_batch = 512,
     .agent = RMA_AGENT_BLOCK,
     .agent_spin_us = 200,
+    .agent_cpu = -2,
     .hx_piece = 2048,
     .hx_min = 8,
     .hx_msg = 64 << 10,
@@ -56,6 +57,15 @@ void rma_env_init(void)
     if (rma_env.hx_piece > rma_env.hx_msg)
         rma_env.hx_piece = rma_env.hx_msg;
     rma_env.hx_min = (size_t)env_long("RMA_HX_MIN_PIECES", (long)rma_env.hx_min, 1, 1L << 30);
+    const char *c = getenv("RMA_AGENT_CPU");
+    if (c != NULL && *c != '\0') {
+        if (strcmp(c, "auto") == 0)
+            rma_env.agent_cpu = -2;
+        else if (strcmp(c, "none") == 0)
+            rma_env.agent_cpu = -1;
+        else
+            rma_env.agent_cpu = (int)env_long("RMA_AGENT_CPU", -2, 0, 1 << 16);
+    }
     const char *a = getenv("RMA_AGENT");
     if (a != NULL && *a != '\0') {
         int found = 0;
@@ -97,6 +107,14 @@ void rma_env_print(FILE *out)
             "RMA_AGENT_SPIN_US=%d  block mode: the agent polls this long after activity "
             "before it sleeps\n",
             rma_env.agent_spin_us);
+    fprintf(out, "RMA_AGENT_CPU=");
+    if (rma_env.agent_cpu >= 0)
+        fprintf(out, "%d", rma_env.agent_cpu);
+    else
+        fprintf(out, "%s", rma_env.agent_cpu == -1 ? "none" : "auto");
+    fprintf(out, "       where the progress agent runs: auto (a core no rank of this node is "
+                 "bound to, found with hwloc; unbound when there is none), none (unbound), or a "
+                 "CPU number\n");
     fprintf(out,
             "RMA_HX_PIECE=%zu      off-node put/get: pieces of at most this many bytes are "
             "sent to the target's agent, which scatters or gathers them (host-assisted); "

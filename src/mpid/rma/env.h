@@ -16,6 +16,7 @@ typedef struct rma_env {
     size_t cma_batch;  /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
     int agent;         /* RMA_AGENT: how the progress agent drives the network (RMA_AGENT_*) */
     int agent_spin_us; /* RMA_AGENT_SPIN_US: agent polls this long after activity, then sleeps */
+    int agent_cpu;     /* RMA_AGENT_CPU: auto (-2), none (-1) or the CPU to bind the agent to */
     size_t hx_piece; /* RMA_HX_PIECE: off-node pieces of at most this many bytes go host-assisted */
     size_t hx_min;   /* RMA_HX_MIN_PIECES: ... when a transfer has at least this many of them */
     size_t hx_msg;   /* RMA_HX_MSG: data bytes in one host-assisted request */
