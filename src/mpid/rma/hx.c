@@ -332,17 +332,25 @@ int rma_hx_send_raw(MPI_Win handle, int target, const void *hdr, size_t hlen, co
 
 /* ------------------------------------------------------------------ the target's agent */
 
-/* [lo, hi) lies in this rank's memory of the window: its window memory, or one attached
- * region (dynamic windows; the caller holds dyn_mtx). */
+/* [lo, hi) lies in this rank's memory of the window: its window memory, or attached
+ * regions, adjacent ones together (dynamic windows; the caller holds dyn_mtx). */
 static int hx_in_window(const rma_win_t *win, uint64_t lo, uint64_t hi)
 {
+    uint64_t at = lo;
+
     if (win->flavor != MPI_WIN_FLAVOR_DYNAMIC)
         return lo >= (uint64_t)(uintptr_t)win->base &&
                hi <= (uint64_t)(uintptr_t)win->base + (uint64_t)win->size;
-    for (uint32_t i = 0; i < win->dyn_n; i++)
-        if (lo >= win->dyn_tab[i].base && hi <= win->dyn_tab[i].base + win->dyn_tab[i].len)
-            return 1;
-    return 0;
+    while (at < hi) {
+        uint32_t i = 0;
+        while (i < win->dyn_n &&
+               !(at >= win->dyn_tab[i].base && at < win->dyn_tab[i].base + win->dyn_tab[i].len))
+            i++;
+        if (i == win->dyn_n)
+            return 0;
+        at = win->dyn_tab[i].base + win->dyn_tab[i].len;
+    }
+    return 1;
 }
 
 /* Bytes [lo, hi) every piece of rec lies in; 0 when they overflow the address space. */
@@ -413,7 +421,7 @@ static const char *hx_check_recs(const rma_win_t *win, const rma_hx_rec_t *recs,
             continue;
         if (win->flavor != MPI_WIN_FLAVOR_DYNAMIC)
             return "record outside the window";
-        /* pieces of one record may lie in adjacent attached regions */
+        /* the record's span may cover holes between its pieces' regions */
         for (uint32_t k = 0; k < r->count; k++) {
             uint64_t a = r->addr + (uint64_t)((int64_t)k * r->stride);
             if (!hx_in_window(win, a, a + r->len))
