@@ -70,7 +70,7 @@ typedef struct dyn_wire {
 } dyn_wire_t;
 
 typedef struct dyn_wait {
-    _Atomic int done;
+    _Atomic int left; /* 1 until the answer arrived */
     char *buf;
     size_t len;
 } dyn_wait_t;
@@ -161,7 +161,7 @@ static void dyn_answer(const void *hdr, size_t hlen, const void *data, size_t le
         memcpy(w->buf + hlen, data, len);
         w->len = hlen + len;
     }
-    atomic_store_explicit(&w->done, 1, memory_order_release);
+    atomic_store_explicit(&w->left, 0, memory_order_release);
 }
 
 void rma_win_dyn_net_init(void)
@@ -174,9 +174,8 @@ void rma_win_dyn_net_init(void)
 static int dcache_fetch(rma_win_t *win, int t)
 {
     rma_target_t *tg = &win->targets[t];
-    dyn_wait_t w = {0};
+    dyn_wait_t w = {.left = 1};
     dyn_req_t q = {(uint64_t)(uintptr_t)&w, (int32_t)tg->peer_win, 0};
-    rma_backoff_t bo = RMA_BACKOFF_INIT;
     rma_dyn_cache_t *c;
     const dyn_reply_t *h;
     size_t off;
@@ -185,10 +184,7 @@ static int dcache_fetch(rma_win_t *win, int t)
     rc = rma_ucx_am_request(&tg->nm, RMA_UCX_AM_DYN_REQ, &q, sizeof(q), NULL, 0);
     if (rc != 0)
         return rc;
-    while (!atomic_load_explicit(&w.done, memory_order_acquire)) {
-        if (!rma_ucx_progress())
-            rma_backoff(&bo);
-    }
+    rma_ucx_wait_zero(&w.left);
     if (w.buf == NULL)
         return -12; /* -ENOMEM */
     h = (const dyn_reply_t *)w.buf;

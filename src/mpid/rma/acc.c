@@ -1019,8 +1019,6 @@ int rma_acc_serve(rma_win_t *win, const rma_hx_rec_t *recs, uint32_t nrec, int k
                              rpk ? rpk + off : NULL, n, relaxed);
             off += recs[i].len;
         }
-    for (unsigned s = 0; s < RMA_ACC_NLOCKS; s++)
-        if (set.bits[s / 64] >> (s % 64) & 1)
-            atomic_store_explicit(rma_acc_stripe_word(win, s), 0, memory_order_release);
+    stripe_unlock_set(win, win->rank, &set); /* this node's words: stores, nothing to flush */
     return rc;
 }

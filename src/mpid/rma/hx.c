@@ -17,7 +17,6 @@
 #include "mpid/rma/acc.h"
 #include "mpid/rma/env.h"
 #include "netmod/ucx/nm_ucx.h"
-#include "sync/wait.h"
 
 #define HX_MAX_REC   1024       /* records in one request */
 #define HX_MAX_BYTES (4u << 20) /* data bytes in one request (RMA_HX_MSG is at most this) */
@@ -122,16 +121,6 @@ static void hx_hdr_init(rma_hx_hdr_t *h, const rma_hx_t *hx, uint32_t nrec, uint
                         .cookie = (uint64_t)(uintptr_t)w};
 }
 
-/* Waits until *left is 0, driving the origin worker. */
-static void hx_wait_all(_Atomic int *left)
-{
-    rma_backoff_t bo = RMA_BACKOFF_INIT;
-
-    while (atomic_load_explicit(left, memory_order_acquire) > 0)
-        if (!rma_ucx_progress())
-            rma_backoff(&bo);
-}
-
 int rma_hx_send(rma_hx_t *hx)
 {
     rma_nm_tgt_t *nm = &hx->win->targets[hx->trank].nm;
@@ -202,7 +191,7 @@ int rma_hx_send(rma_hx_t *hx)
         }
     }
     /* gets: every answer sent for lands before the runs' memory is freed */
-    hx_wait_all(&left);
+    rma_ucx_wait_zero(&left);
     free(body);
     hx->nruns = 0;
     hx->pieces = hx->bytes = 0;
@@ -295,7 +284,7 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     h.basic = (int32_t)basic;
     rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), body, rbytes + cmp + data);
     if (rc == 0) {
-        hx_wait_all(&left);
+        rma_ucx_wait_zero(&left);
         rc = atomic_load(&err);
     }
 out:
@@ -326,7 +315,7 @@ int rma_hx_send_raw(MPI_Win handle, int target, const void *hdr, size_t hlen, co
     rc = rma_ucx_am_request(&win->targets[target].nm, RMA_UCX_AM_HX_REQ, &h, hlen, data, len);
     if (rc != 0 || hlen < sizeof(h))
         return rc;
-    hx_wait_all(&left);
+    rma_ucx_wait_zero(&left);
     return atomic_load(&err);
 }
 

@@ -76,6 +76,15 @@ int rma_ucx_progress(void)
     return n != 0;
 }
 
+void rma_ucx_wait_zero(_Atomic int *count)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    while (atomic_load_explicit(count, memory_order_acquire) > 0)
+        if (!rma_ucx_progress())
+            rma_backoff(&bo);
+}
+
 void rma_ucx_set_idle(int (*fn)(void))
 {
     ux.idle = fn;
@@ -503,12 +512,7 @@ static int ucx_flush(rma_nm_tgt_t *t)
     if (!t->pending)
         return 0;
     rc = wait_req(ucp_ep_flush_nbx(t->ep, &p));
-    if (atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0) {
-        rma_backoff_t bo = RMA_BACKOFF_INIT;
-        while (atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0)
-            if (!rma_ucx_progress())
-                rma_backoff(&bo);
-    }
+    rma_ucx_wait_zero(&t->hx_out);
     if (rc == 0)
         rc = atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
     if (rc == 0)

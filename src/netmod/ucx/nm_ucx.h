@@ -58,6 +58,10 @@ void rma_ucx_key_close(void *key);
  * when something happened. */
 int rma_ucx_progress(void);
 
+/* Drives the origin worker (backing off) until *count is 0: the answers an active message
+ * handler counts down have arrived. */
+void rma_ucx_wait_zero(_Atomic int *count);
+
 /* Active messages. Handlers run on the target worker (the agent's thread) for requests,
  * and on the origin worker (the caller's thread) for replies. */
 typedef void (*rma_ucx_am_cb_t)(const void *hdr, size_t hlen, const void *data, size_t len,
