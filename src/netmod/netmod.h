@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 
 struct rma_netmod_ops;
+struct rma_hx_agg;
 
 /* One (window, target) as the transport sees it. */
 typedef struct rma_nm_tgt {
@@ -32,6 +33,7 @@ typedef struct rma_nm_tgt {
     void *data_key;                   /* remote key of the target's window memory */
     _Atomic int hx_out;               /* host-assisted puts not acknowledged yet (mpid/rma/hx.h) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
+    struct rma_hx_agg *agg;           /* small puts held back for one request (mpid/rma/hx.h) */
 } rma_nm_tgt_t;
 
 /* Atomic operations on remote words (ucx) */
@@ -63,8 +65,16 @@ typedef struct rma_netmod_ops {
     int (*amo_post)(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
                     const void *value, void *reply);
     /* Every operation issued to the target is complete at the target, host-assisted puts
-     * included (their acknowledgements arrived). 0 or -errno. */
+     * included (the puts held back in agg are sent first, and every acknowledgement
+     * arrived). 0 or -errno. */
     int (*flush)(rma_nm_tgt_t *t);
+    /* The same, without waiting: flush_start begins it (*req: what flush_test needs, or
+     * NULL); flush_test drives the transport once and returns 1 while it is not over (2
+     * when the transport moved something in the call), then 0 or -errno (*req is released
+     * then). A refusal of a host-assisted put is left for
+     * the next flush to report. */
+    int (*flush_start)(rma_nm_tgt_t *t, void **req);
+    int (*flush_test)(rma_nm_tgt_t *t, void **req);
 } rma_netmod_ops_t;
 
 extern const rma_netmod_ops_t rma_nm_shm_ops;

@@ -323,6 +323,7 @@ static void win_net_release(rma_win_t *win)
         rma_nm_tgt_t *nm = &win->targets[t].nm;
         if (win->targets[t].local)
             continue;
+        rma_hx_agg_free(nm); /* an epoch left open: its puts are not sent now */
         if (nm->ops != NULL)
             nm->ops->flush(nm);
         if (nm->data_key != nm->ctl_key)

@@ -18,6 +18,7 @@ rma_env_t rma_env = {
     .hx_piece = 2048,
     .hx_min = 8,
     .hx_msg = 64 << 10,
+    .aggregate = 16 << 10,
 };
 
 static const char *const agent_names[] = {"block", "poll", "off"};
@@ -57,6 +58,7 @@ void rma_env_init(void)
     if (rma_env.hx_piece > rma_env.hx_msg)
         rma_env.hx_piece = rma_env.hx_msg;
     rma_env.hx_min = (size_t)env_long("RMA_HX_MIN_PIECES", (long)rma_env.hx_min, 1, 1L << 30);
+    rma_env.aggregate = (size_t)env_long("RMA_AGGREGATE", (long)rma_env.aggregate, 0, 4 << 20);
     const char *c = getenv("RMA_AGENT_CPU");
     if (c != NULL && *c != '\0') {
         if (strcmp(c, "auto") == 0)
@@ -126,4 +128,10 @@ void rma_env_print(FILE *out)
             rma_env.hx_min);
     fprintf(out, "RMA_HX_MSG=%zu       data bytes in one host-assisted request or reply\n",
             rma_env.hx_msg);
+    fprintf(out,
+            "RMA_AGGREGATE=%zu    off-node puts of at most RMA_HX_PIECE bytes to one target "
+            "are gathered into one host-assisted request of up to this many bytes, sent at a "
+            "flush, an epoch's end or when full (the first after a flush goes by RDMA); 0: "
+            "off\n",
+            rma_env.aggregate);
 }

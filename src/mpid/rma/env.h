@@ -20,6 +20,7 @@ typedef struct rma_env {
     size_t hx_piece; /* RMA_HX_PIECE: off-node pieces of at most this many bytes go host-assisted */
     size_t hx_min;   /* RMA_HX_MIN_PIECES: ... when a transfer has at least this many of them */
     size_t hx_msg;   /* RMA_HX_MSG: data bytes in one host-assisted request */
+    size_t aggregate; /* RMA_AGGREGATE: bytes of small puts to one target sent as one request */
 } rma_env_t;
 
 /* RMA_AGENT=block: the agent sleeps on the target worker's event descriptor and polls for

@@ -17,6 +17,7 @@
 #include "mpid/rma/acc.h"
 #include "mpid/rma/env.h"
 #include "netmod/ucx/nm_ucx.h"
+#include "sync/wait.h"
 
 #define HX_MAX_REC   1024       /* records in one request */
 #define HX_MAX_BYTES (4u << 20) /* data bytes in one request (RMA_HX_MSG is at most this) */
@@ -198,6 +199,139 @@ int rma_hx_send(rma_hx_t *hx)
     if (rc == 0 && atomic_load(&err) != 0)
         rc = atomic_load(&err);
     return rc;
+}
+
+/* ------------------------------------------------------------------ aggregation */
+
+/* The put request being filled for one target: its records at the front of buf, room for
+ * HX_MAX_REC of them, then its data, room for RMA_AGGREGATE bytes; at sending, the
+ * records are moved up to meet the data. */
+struct rma_hx_agg {
+    atomic_flag busy; /* callers on several threads (MPI_THREAD_MULTIPLE) */
+    int primed;       /* a small put went by RDMA since the last flush */
+    rma_hx_hdr_t h;   /* window, serial, origin */
+    uint32_t nrec;
+    uint64_t bytes;
+    char buf[];
+};
+
+static void agg_lock(rma_hx_agg_t *a)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    while (atomic_flag_test_and_set_explicit(&a->busy, memory_order_acquire))
+        rma_backoff(&bo);
+}
+
+static void agg_unlock(rma_hx_agg_t *a)
+{
+    atomic_flag_clear_explicit(&a->busy, memory_order_release);
+}
+
+static rma_hx_rec_t *agg_recs(rma_hx_agg_t *a)
+{
+    return (rma_hx_rec_t *)a->buf;
+}
+
+static char *agg_data(rma_hx_agg_t *a)
+{
+    return a->buf + HX_MAX_REC * sizeof(rma_hx_rec_t);
+}
+
+/* Sends the request held in a (the caller holds it) as one acknowledged put. */
+static int agg_send(rma_nm_tgt_t *nm, rma_hx_agg_t *a)
+{
+    size_t rbytes = a->nrec * sizeof(rma_hx_rec_t);
+    char *body = agg_data(a) - rbytes;
+    hx_wait_t *w;
+    int rc;
+
+    a->primed = 0;
+    if (a->nrec == 0)
+        return 0;
+    if ((w = malloc(sizeof(*w))) == NULL)
+        return -ENOMEM;
+    *w = (hx_wait_t){.left = &nm->hx_out, .err = &nm->hx_err, .owned = 1};
+    a->h.nrec = a->nrec;
+    a->h.bytes = a->bytes;
+    a->h.cookie = (uint64_t)(uintptr_t)w;
+    memmove(body, agg_recs(a), rbytes);
+    atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
+    rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &a->h, sizeof(a->h), body, rbytes + a->bytes);
+    if (rc != 0) {
+        atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
+        free(w);
+    }
+    a->nrec = 0;
+    a->bytes = 0;
+    return rc;
+}
+
+/* The network's drain hook: a flush of nm sends what is held back first. */
+static int agg_drain(rma_nm_tgt_t *nm)
+{
+    rma_hx_agg_t *a = nm->agg;
+    int rc;
+
+    agg_lock(a);
+    rc = agg_send(nm, a);
+    agg_unlock(a);
+    return rc;
+}
+
+int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, size_t n)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    rma_hx_agg_t *a = nm->agg;
+    rma_hx_rec_t *r;
+    int rc = 0;
+
+    if (rma_env.aggregate == 0 || n > rma_env.aggregate)
+        return 1;
+    if (a == NULL) { /* the first small put to the target goes by RDMA, as after a flush */
+        rma_hx_t hx = {.win = win, .trank = trank, .write = 1};
+        rma_hx_agg_t *none = NULL;
+        a = calloc(1, sizeof(*a) + HX_MAX_REC * sizeof(rma_hx_rec_t) + rma_env.aggregate);
+        if (a == NULL)
+            return 1;
+        hx_hdr_init(&a->h, &hx, 0, 0, NULL);
+        a->primed = 1;
+        if (!__atomic_compare_exchange_n(&nm->agg, &none, a, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            free(a); /* another thread's came first */
+        return 1;
+    }
+    agg_lock(a);
+    if (!a->primed && a->nrec == 0) {
+        a->primed = 1;
+        agg_unlock(a);
+        return 1;
+    }
+    r = a->nrec > 0 ? &agg_recs(a)[a->nrec - 1] : NULL;
+    if (r != NULL && r->len == n && r->count < UINT32_MAX && a->bytes + n <= rma_env.aggregate &&
+        (r->count == 1 || ta == r->addr + r->count * (uint64_t)r->stride)) {
+        if (r->count == 1)
+            r->stride = (int64_t)(ta - r->addr);
+        r->count++;
+    } else if ((a->nrec == HX_MAX_REC || a->bytes + n > rma_env.aggregate) &&
+               (rc = agg_send(nm, a)) != 0) {
+        /* not held back: the error is the call's */
+    } else {
+        agg_recs(a)[a->nrec++] = (rma_hx_rec_t){ta, 0, (uint32_t)n, 1};
+    }
+    if (rc == 0) {
+        memcpy(agg_data(a) + a->bytes, buf, n);
+        a->bytes += n;
+        nm->pending = 1;
+        win->net_dirty = 1;
+    }
+    agg_unlock(a);
+    return rc;
+}
+
+void rma_hx_agg_free(rma_nm_tgt_t *nm)
+{
+    free(nm->agg);
+    nm->agg = NULL;
 }
 
 /* Origin: an answer arrives (inside rma_ucx_progress on this thread). */
@@ -564,4 +698,5 @@ void rma_hx_net_init(void)
     rma_ucx_am_register(RMA_UCX_AM_HX_REQ, hx_serve);
     rma_ucx_am_register(RMA_UCX_AM_HX_REPLY, hx_answer);
     rma_ucx_set_idle(hx_serve_later);
+    rma_ucx_set_drain(agg_drain);
 }

@@ -95,6 +95,19 @@ int rma_hx_send(rma_hx_t *hx);
 int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize, const char *opk,
                const char *compare, char *rpk);
 
+/* Aggregation (ARMI): small puts to one off-node target are copied into one put request,
+ * sent when a flush of the target comes (netmod.h: every flush, unlock, fence, complete
+ * and window free flushes), or when the next put would not fit in RMA_AGGREGATE bytes or
+ * in one request's records. The first small put after a flush goes by RDMA, so that a
+ * lone put + flush costs what it did. Holds back the put of n bytes from buf to target
+ * address ta of target trank and returns 0, or returns 1 (the caller moves it), or
+ * -errno. */
+typedef struct rma_hx_agg rma_hx_agg_t;
+int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, size_t n);
+
+/* Drops what is held back for nm unsent (the window is being freed) and frees it. */
+void rma_hx_agg_free(rma_nm_tgt_t *nm);
+
 /* Frees what rma_hx_add allocated. */
 void rma_hx_done(rma_hx_t *hx);
 

@@ -77,7 +77,8 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
 }
 
 /* The small pieces collected for a host-assisted transfer: sent to the target's agent when
- * there are enough of them, else one RDMA each like the others. */
+ * there are enough of them, else held back for a later request (puts, aggregated) or one
+ * RDMA each like the others. */
 static void mover_send_hx(rma_mover_t *mv)
 {
     rma_hx_t *hx = mv->hx;
@@ -89,9 +90,16 @@ static void mover_send_hx(rma_mover_t *mv)
     } else if (hx->pieces < rma_env.hx_min) {
         for (int i = 0; i < hx->nruns && mv->err == 0; i++) {
             const rma_hx_run_t *r = &hx->runs[i];
-            for (uint64_t k = 0; k < r->count && mv->err == 0; k++)
-                rma_mover_piece(mv, r->taddr + k * (uint64_t)r->tstride,
-                                r->laddr + (int64_t)k * r->lstride, r->len);
+            for (uint64_t k = 0; k < r->count && mv->err == 0; k++) {
+                uintptr_t ta = r->taddr + k * (uint64_t)r->tstride;
+                char *la = r->laddr + (int64_t)k * r->lstride;
+                rc =
+                    mv->write && !mv->sync ? rma_hx_agg_put(mv->win, mv->trank, ta, la, r->len) : 1;
+                if (rc == 1)
+                    rma_mover_piece(mv, ta, la, r->len);
+                else if (rc != 0)
+                    mv->err = rc;
+            }
         }
         hx->nruns = 0;
         hx->pieces = hx->bytes = 0;

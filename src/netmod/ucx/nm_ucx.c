@@ -34,8 +34,9 @@ static struct {
     int npeers;
     int started, failed;
     rma_ucx_am_cb_t am[RMA_UCX_AM_MAX];
-    int (*idle)(void);    /* serves requests left for later; returns how many are left */
-    pthread_mutex_t lock; /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
+    int (*idle)(void);             /* serves requests left for later; returns how many are left */
+    int (*drain)(rma_nm_tgt_t *t); /* sends what t->agg holds back */
+    pthread_mutex_t lock;          /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
 } ux = {.tw_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int status_errno(ucs_status_t st)
@@ -88,6 +89,11 @@ void rma_ucx_wait_zero(_Atomic int *count)
 void rma_ucx_set_idle(int (*fn)(void))
 {
     ux.idle = fn;
+}
+
+void rma_ucx_set_drain(int (*fn)(rma_nm_tgt_t *t))
+{
+    ux.drain = fn;
 }
 
 /* Waits for a request of the origin worker; frees it. 0 or -errno. */
@@ -504,15 +510,59 @@ static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintp
     return post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], value, 1, raddr, key, &p));
 }
 
-static int ucx_flush(rma_nm_tgt_t *t)
+void rma_ucx_req_release(void *req)
+{
+    if (req != NULL)
+        ucp_request_free(req);
+}
+
+static int ucx_flush_start(rma_nm_tgt_t *t, void **req)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
+    int rc = t->agg != NULL && ux.drain != NULL ? ux.drain(t) : 0;
+    ucs_status_ptr_t r;
+
+    *req = NULL;
+    if (rc != 0)
+        return rc;
+    r = ucp_ep_flush_nbx(t->ep, &p);
+    if (UCS_PTR_IS_ERR(r))
+        return status_errno(UCS_PTR_STATUS(r));
+    *req = r;
+    return 0;
+}
+
+static int ucx_flush_test(rma_nm_tgt_t *t, void **req)
+{
+    int moved = rma_ucx_progress();
+    ucs_status_t st;
+
+    if (*req != NULL) {
+        if ((st = ucp_request_check_status(*req)) == UCS_INPROGRESS)
+            return 1 + moved;
+        ucp_request_free(*req);
+        *req = NULL;
+        if (st != UCS_OK)
+            return status_errno(st);
+    }
+    return atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0 ? 1 + moved : 0;
+}
+
+static int ucx_flush(rma_nm_tgt_t *t)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    void *req = NULL;
     int rc;
 
     if (!t->pending)
         return 0;
-    rc = wait_req(ucp_ep_flush_nbx(t->ep, &p));
-    rma_ucx_wait_zero(&t->hx_out);
+    rc = ucx_flush_start(t, &req);
+    while (rc == 0 && (rc = ucx_flush_test(t, &req)) > 0) {
+        if (rc == 1) /* nothing moved */
+            rma_backoff(&bo);
+        rc = 0;
+    }
+    rma_ucx_wait_zero(&t->hx_out); /* after a failure too: the handlers count them down */
     if (rc == 0)
         rc = atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
     if (rc == 0)
@@ -527,6 +577,8 @@ const rma_netmod_ops_t rma_nm_ucx_ops = {
     .amo = ucx_amo,
     .amo_post = ucx_amo_post,
     .flush = ucx_flush,
+    .flush_start = ucx_flush_start,
+    .flush_test = ucx_flush_test,
 };
 
 /* ------------------------------------------------------------------ information, teardown */

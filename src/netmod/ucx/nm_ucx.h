@@ -86,9 +86,16 @@ int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, 
  * how many are still left (the agent does not sleep while some are). */
 void rma_ucx_set_idle(int (*fn)(void));
 
+/* fn is called by a flush of t whose agg is set, before anything else: it sends what is
+ * held back there. 0 or -errno. */
+void rma_ucx_set_drain(int (*fn)(rma_nm_tgt_t *t));
+
 /* As rma_ucx_am_reply, from buf (hlen bytes of header, then len of data), which must come
  * from malloc and is freed when the reply is sent. */
 int rma_ucx_am_reply_buf(void *reply_ep, unsigned id, void *buf, size_t hlen, size_t len);
+
+/* Releases a request that a flush_start (netmod.h) returned, over or not; NULL is fine. */
+void rma_ucx_req_release(void *req);
 
 /* Prints the transports and devices UCX chose (rma_info). */
 void rma_ucx_print(FILE *out);

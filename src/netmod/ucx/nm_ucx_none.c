@@ -93,6 +93,14 @@ void rma_ucx_set_idle(int (*fn)(void))
 {
 }
 
+void rma_ucx_req_release(void *req)
+{
+}
+
+void rma_ucx_set_drain(int (*fn)(rma_nm_tgt_t *t))
+{
+}
+
 void rma_ucx_print(FILE *out)
 {
     fprintf(out, "ucx: not built (configure found no UCX)\n");
