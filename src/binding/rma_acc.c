@@ -79,8 +79,9 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
                                 target_disp, "MPI_Compare_and_swap");
 }
 
-/* Request-based forms are valid only in passive target epochs (MPI-3.1 11.3); operations
- * have completed when the call returns, so the request is complete at once. */
+/* Request-based forms are valid only in passive target epochs (MPI-3.1 11.3). Operations
+ * to same-node targets have completed when the call returns; network atomics to off-node
+ * ones complete when MPI_Test/Wait see their flush over. */
 static int request_acc(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount,
                        MPI_Datatype otype, void *result, MPI_Aint rcount, MPI_Datatype rtype,
                        int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, MPI_Op op,
@@ -92,7 +93,7 @@ static int request_acc(rma_win_t *win, int kind, const void *origin, MPI_Aint oc
         rc = rma_accumulate(win, kind, origin, ocount, otype, result, rcount, rtype, trank, tdisp,
                             tcount, ttype, op, func);
     if (rc == MPI_SUCCESS)
-        rc = rma_request_done(win, req, func);
+        rc = rma_request_done(win, trank, req, func);
     return rc;
 }
 

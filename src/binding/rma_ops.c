@@ -57,11 +57,8 @@ static int request_op(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, M
 
     if (rc == MPI_SUCCESS)
         rc = rma_xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
-    /* off-node transfers are only issued: the request completes when they have */
-    if (rc == MPI_SUCCESS && trank != MPI_PROC_NULL && win->targets[trank].nm.pending)
-        rc = rma_flush_net(win, trank, func);
-    if (rc == MPI_SUCCESS)
-        rc = rma_request_done(win, req, func);
+    if (rc == MPI_SUCCESS) /* off-node transfers complete when MPI_Test/Wait see them done */
+        rc = rma_request_done(win, trank, req, func);
     return rc;
 }
 

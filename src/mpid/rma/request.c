@@ -3,27 +3,93 @@
  *
  * They are MPICH generalized requests (MPIX_Grequest_start), so every MPI completion call
  * works on them. Operations on same-node targets have completed when the request is made,
- * so the request is completed at once; the poll function is where transports that complete
- * later (UCX) will report progress.
+ * so the request is completed at once. An operation to an off-node target is only issued:
+ * its request starts a flush of the target without waiting, and MPI_Test/MPI_Wait drive
+ * it (the poll and wait functions) until it is over, so that the transfer overlaps what
+ * the caller does in between.
  */
+#include "config.h"
+
+#include <errno.h>
 #include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "mpid/rma/rma.h"
+#include "sync/ctl.h"
+#include "sync/wait.h"
 #include "windows/win_error.h"
+
+#ifdef HAVE_UCX
+#include "netmod/ucx/nm_ucx.h"
+#endif
+
+/* An off-node operation in flight: the flush that completes it. */
+typedef struct req_flush {
+    MPI_Request req; /* this request, completed by req_step */
+    MPI_Win win;     /* the window, and its serial: freed windows flushed everything */
+    uint32_t serial;
+    int trank;
+    void *flush; /* the transport's flush in progress (netmod.h flush_start) */
+    int done, err;
+} req_flush_t;
+
+static void req_release(void *flush)
+{
+#ifdef HAVE_UCX
+    rma_ucx_req_release(flush);
+#else
+    (void)flush;
+#endif
+}
+
+/* Drives st's flush once; completes the request when it is over. 0 while it is not. */
+static int req_step(req_flush_t *st)
+{
+    rma_win_t *win = rma_win_lookup(st->win);
+    int rc = 0;
+
+    if (st->done)
+        return 1;
+    if (win != NULL && win->serial == st->serial) {
+        rma_nm_tgt_t *nm = &win->targets[st->trank].nm;
+        if ((rc = nm->ops->flush_test(nm, &st->flush)) > 0)
+            return 0;
+        st->err = rc;
+    } else {
+        req_release(st->flush); /* the window's free flushed its target */
+    }
+    st->done = 1;
+    PMPI_Grequest_complete(st->req);
+    return 1;
+}
 
 static int req_query(void *extra, MPI_Status *status)
 {
-    (void)extra;
+    const req_flush_t *st = extra;
+
     PMPI_Status_set_elements(status, MPI_BYTE, 0);
     PMPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
+    if (st != NULL && st->err != 0) {
+        fprintf(stderr, "librma: a request-based operation to rank %d did not complete: %s\n",
+                st->trank, strerror(-st->err));
+        return MPI_ERR_OTHER;
+    }
     return MPI_SUCCESS;
 }
 
+/* At completion, or at MPI_Request_free of a request still in flight: its flush is then
+ * left to the next one (the window's flush, unlock or free completes the operation). */
 static int req_free(void *extra)
 {
-    (void)extra;
+    req_flush_t *st = extra;
+
+    if (st != NULL && !st->done)
+        req_release(st->flush);
+    free(st);
     return MPI_SUCCESS;
 }
 
@@ -36,19 +102,22 @@ static int req_cancel(void *extra, int complete)
 
 static int req_poll(void *extra, MPI_Status *status)
 {
-    (void)extra;
     (void)status;
+    if (extra != NULL)
+        req_step(extra);
     return MPI_SUCCESS;
 }
 
-/* MPICH calls this when a wait finds the request incomplete after polling; the requests
- * made here are complete by then, so there is nothing to wait for. */
+/* MPICH calls this when a wait finds requests incomplete after polling. */
 static int req_wait(int count, void **states, double timeout, MPI_Status *status)
 {
-    (void)count;
-    (void)states;
     (void)timeout;
     (void)status;
+    for (int i = 0; i < count; i++) {
+        rma_backoff_t bo = RMA_BACKOFF_INIT;
+        while (states[i] != NULL && !req_step(states[i]))
+            rma_backoff(&bo);
+    }
     return MPI_SUCCESS;
 }
 
@@ -66,15 +135,35 @@ int rma_request_check(rma_win_t *win, MPI_Request *req, int trank, const char *f
     return MPI_SUCCESS;
 }
 
-int rma_request_done(rma_win_t *win, MPI_Request *req, const char *func)
+int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *func)
 {
+    req_flush_t *st = NULL;
     MPI_Request r;
-    int rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, NULL, &r);
+    int rc;
 
-    if (rc == MPI_SUCCESS)
+    if (trank != MPI_PROC_NULL && win->targets[trank].nm.pending) {
+        rma_nm_tgt_t *nm = &win->targets[trank].nm;
+        st = calloc(1, sizeof(*st));
+        if (st == NULL)
+            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the request");
+        *st = (req_flush_t){.win = win->handle, .serial = win->serial, .trank = trank};
+        if ((rc = nm->ops->flush_start(nm, &st->flush)) != 0) {
+            free(st);
+            return rma_ctl_fail(win, func, trank, rc);
+        }
+    }
+    rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, st, &r);
+    if (rc == MPI_SUCCESS && st != NULL)
+        st->req = r;
+    else if (rc == MPI_SUCCESS)
         rc = PMPI_Grequest_complete(r);
-    if (rc != MPI_SUCCESS)
+    if (rc != MPI_SUCCESS) {
+        if (st != NULL) { /* the operation's flush is left to the next one */
+            req_release(st->flush);
+            free(st);
+        }
         return rma_err(win, func, MPI_ERR_OTHER, "cannot create the request");
+    }
     *req = r;
     return MPI_SUCCESS;
 }

@@ -184,9 +184,11 @@ static inline int rma_xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocou
  * so that every error path leaves it so. MPI_SUCCESS or the error raised on the window. */
 int rma_request_check(rma_win_t *win, MPI_Request *req, int trank, const char *func);
 
-/* Returns in *req a request that is already complete (the operation's data has moved): a
- * generalized request, so MPI_Wait/Test/Waitall/Request_free work on it. MPI_SUCCESS or
- * MPI_ERR_OTHER raised on the window. */
-int rma_request_done(rma_win_t *win, MPI_Request *req, const char *func);
+/* Returns in *req the request of the operation just issued to trank: a generalized
+ * request, so MPI_Wait/Test/Waitall/Request_free work on it. Complete at once when nothing
+ * to trank is outstanding (same-node targets); else it starts a flush of trank that
+ * MPI_Test and MPI_Wait drive, and completes when that is over. MPI_SUCCESS or the error
+ * raised on the window. */
+int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *func);
 
 #endif

@@ -102,6 +102,17 @@ static int nm_shm_flush(rma_nm_tgt_t *t)
     return 0; /* process_vm_* calls are complete when they return */
 }
 
+static int nm_shm_flush_start(rma_nm_tgt_t *t, void **req)
+{
+    *req = NULL;
+    return 0;
+}
+
+static int nm_shm_flush_test(rma_nm_tgt_t *t, void **req)
+{
+    return 0;
+}
+
 const rma_netmod_ops_t rma_nm_shm_ops = {
     .name = "shm",
     .writev = nm_shm_writev,
@@ -109,4 +120,6 @@ const rma_netmod_ops_t rma_nm_shm_ops = {
     .amo = nm_shm_amo,
     .amo_post = nm_shm_amo_post,
     .flush = nm_shm_flush,
+    .flush_start = nm_shm_flush_start,
+    .flush_test = nm_shm_flush_test,
 };
