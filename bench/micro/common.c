@@ -105,6 +105,8 @@ static void usage(const bench_spec_t *spec, const char *prog)
     if (spec->fan_out)
         printf("  -t one|all   target rank 1 only, or every rank incl. itself (default one)\n");
     printf("  -M           window memory of create/dynamic from MPI_Alloc_mem (default malloc)\n");
+    printf("  -B           busy target: while the origin is timed, the target computes without\n"
+           "               any MPI call (passive synchronizations only)\n");
     printf("  -L           list the flavors and syncs offered, then exit\n");
 }
 
@@ -186,6 +188,7 @@ static int lookup(const char *arg, const char *const *names, int n)
 typedef struct opts {
     int iters, iters_large, warmup, warmup_large; /* -1: default */
     int list, help;
+    int busy; /* -B */
     const char *error;
 } opts_t;
 
@@ -194,7 +197,7 @@ static void parse_options(bench_t *b, opts_t *o, int argc, char **argv)
     const bench_spec_t *spec = b->spec;
     int c;
     opterr = 0;
-    while ((c = getopt(argc, argv, "w:s:m:i:x:W:t:MLh")) != -1) {
+    while ((c = getopt(argc, argv, "w:s:m:i:x:W:t:MBLh")) != -1) {
         switch (c) {
         case 'w': {
             int f = lookup(optarg, flavor_opt, BENCH_NFLAVOR);
@@ -241,6 +244,9 @@ static void parse_options(bench_t *b, opts_t *o, int argc, char **argv)
         case 'M':
             b->alloc_mem = 1;
             break;
+        case 'B':
+            o->busy = 1;
+            break;
         case 'L':
             o->list = 1;
             break;
@@ -256,6 +262,8 @@ static void parse_options(bench_t *b, opts_t *o, int argc, char **argv)
         o->error = "unexpected argument (see -h)";
     if (!o->error && b->min_size > b->max_size)
         o->error = "-m: MIN is larger than MAX";
+    if (!o->error && o->busy && (b->sync == BENCH_SYNC_FENCE || b->sync == BENCH_SYNC_PSCW))
+        o->error = "-B needs a passive synchronization (flush, flush_local, lock, lock_all)";
 }
 
 /* ------------------------------------------------------------------ window */
@@ -481,8 +489,18 @@ static void run_size(bench_t *b, const opts_t *o, size_t size)
 
     long k = 0;
     open_size(b);
+    double tw = MPI_Wtime();
     run_epochs(b, size, warmup, &k);
-    MPI_Barrier(b->comm);
+    if (o->busy) {
+        /* the origin's estimate of the timed part, from the warm-up; the target computes
+         * for twice that (and 50 ms at least) without entering MPI */
+        double est = warmup > 0 ? (MPI_Wtime() - tw) * iters / warmup : 1.0;
+        MPI_Bcast(&est, 1, MPI_DOUBLE, 0, b->comm);
+        if (b->is_target && !b->is_origin)
+            bench_compute(2 * est + 0.05);
+    } else {
+        MPI_Barrier(b->comm);
+    }
     double t0 = MPI_Wtime();
     run_epochs(b, size, iters, &k);
     double t1 = MPI_Wtime();
@@ -524,9 +542,22 @@ static void run_size(bench_t *b, const opts_t *o, size_t size)
     }
 }
 
+/* ------------------------------------------------------------------ computation */
+
+double bench_compute(double seconds)
+{
+    volatile double x = 1.0;
+    double t0 = MPI_Wtime(); /* MPI_Wtime is a clock read, not communication */
+
+    while (MPI_Wtime() - t0 < seconds)
+        for (int i = 0; i < 1000; i++)
+            x = x * 1.0000001 + 1e-9;
+    return MPI_Wtime() - t0;
+}
+
 /* ------------------------------------------------------------------ main */
 
-static void print_header(const bench_t *b)
+static void print_header(const bench_t *b, int busy)
 {
     static const char *const column[] = {"Latency (us)", "Bandwidth (MB/s)", "Messages/s"};
     printf("# OSU %s (librma bench)\n", b->spec->title);
@@ -537,6 +568,8 @@ static void print_header(const bench_t *b)
         printf("# Operations per epoch: %d\n", b->ops_per_sync);
     if (b->spec->fan_out)
         printf("# Targets: %s (%d)\n", b->all_targets ? "all" : "one", b->ntargets);
+    if (busy)
+        printf("# Target: busy (computes without MPI calls while the origin is timed)\n");
     printf("%-10s%20s\n", "# Size", column[b->spec->metric]);
     fflush(stdout);
 }
@@ -598,7 +631,7 @@ int bench_main(const bench_spec_t *spec, int argc, char **argv)
     window_create(&b);
 
     if (b.rank == 0)
-        print_header(&b);
+        print_header(&b, o.busy);
     for (size_t size = b.min_size; size <= b.max_size; size *= 2)
         if (size >= spec->elem_size)
             run_size(&b, &o, size);

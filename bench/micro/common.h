@@ -129,6 +129,10 @@ void bench_fill(unsigned char *p, size_t len, unsigned seed, size_t off);
  * else a message (static storage) naming the first differing byte. */
 const char *bench_verify(const unsigned char *p, size_t len, unsigned seed, size_t off);
 
+/* Computes (floating point, no memory traffic, no MPI call but clock reads) for the given
+ * seconds; returns the seconds it took. */
+double bench_compute(double seconds);
+
 /* Checks that n int64 values all equal want; returns NULL or a message (static storage). */
 const char *bench_verify_i64(const unsigned char *p, size_t n, int64_t want, const char *what);
 
