@@ -18,7 +18,7 @@ rma_env_t rma_env = {
     .hx_piece = 2048,
     .hx_min = 8,
     .hx_msg = 64 << 10,
-    .aggregate = 16 << 10,
+    .aggregate = 4 << 10,
 };
 
 static const char *const agent_names[] = {"block", "poll", "off"};
