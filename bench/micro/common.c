@@ -139,7 +139,7 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-static int parse_range(const char *arg, size_t *min, size_t *max)
+int bench_parse_range(const char *arg, size_t *min, size_t *max)
 {
     char buf[64];
     if (strlen(arg) >= sizeof(buf))
@@ -216,7 +216,7 @@ static void parse_options(bench_t *b, opts_t *o, int argc, char **argv)
             break;
         }
         case 'm':
-            if (parse_range(optarg, &b->min_size, &b->max_size))
+            if (bench_parse_range(optarg, &b->min_size, &b->max_size))
                 o->error = "-m takes [MIN:]MAX in bytes (1 B .. 1 GiB)";
             break;
         case 'i':

@@ -129,6 +129,10 @@ void bench_fill(unsigned char *p, size_t len, unsigned seed, size_t off);
  * else a message (static storage) naming the first differing byte. */
 const char *bench_verify(const unsigned char *p, size_t len, unsigned seed, size_t off);
 
+/* Parses -m's "[MIN:]MAX" (bytes, K/M suffixes, 1 B to 1 GiB) into *min and *max; a part
+ * left out keeps its value. 0, or -1 when malformed. */
+int bench_parse_range(const char *arg, size_t *min, size_t *max);
+
 /* Computes (floating point, no memory traffic, no MPI call but clock reads) for the given
  * seconds; returns the seconds it took. */
 double bench_compute(double seconds);

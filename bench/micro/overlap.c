@@ -61,18 +61,6 @@ static double transfer(MPI_Win win, unsigned char *buf, MPI_Datatype t, int coun
     return MPI_Wtime() - t0;
 }
 
-/* "4096", "4K", "4M"; 0 when malformed */
-static size_t parse_size(const char *s, char **end)
-{
-    size_t v = strtoul(s, end, 10);
-
-    if (**end == 'K' || **end == 'k')
-        v <<= 10, (*end)++;
-    else if (**end == 'M' || **end == 'm')
-        v <<= 20, (*end)++;
-    return v;
-}
-
 static void usage(const char *prog)
 {
     printf("usage: %s [-o put|get] [-l contig|strided] [-c req|flush] [-m MIN:MAX] [-i N] [-B]\n"
@@ -94,15 +82,12 @@ static int parse(int argc, char **argv)
         case 'o': get = strcmp(optarg, "get") == 0; break;
         case 'l': strided = strcmp(optarg, "strided") == 0; break;
         case 'c': by_flush = strcmp(optarg, "flush") == 0; break;
-        case 'm': {
-            char *end;
-            min_size = max_size = parse_size(optarg, &end);
-            if (*end == ':')
-                max_size = parse_size(end + 1, &end);
-            if (*end != '\0')
+        case 'm': /* a single size is both bounds */
+            if (bench_parse_range(optarg, &min_size, &max_size) != 0)
                 return -1;
+            if (strchr(optarg, ':') == NULL)
+                min_size = max_size;
             break;
-        }
         case 'i': iters = atoi(optarg) > 2 ? atoi(optarg) : 3; break;
         case 'B': busy = 1; break;
         default: return -1;

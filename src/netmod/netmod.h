@@ -71,8 +71,7 @@ typedef struct rma_netmod_ops {
     /* The same, without waiting: flush_start begins it (*req: what flush_test needs, or
      * NULL); flush_test drives the transport once and returns 1 while it is not over (2
      * when the transport moved something in the call), then 0 or -errno (*req is released
-     * then). A refusal of a host-assisted put is left for
-     * the next flush to report. */
+     * then). A refusal of a host-assisted put is left for the next flush to report. */
     int (*flush_start)(rma_nm_tgt_t *t, void **req);
     int (*flush_test)(rma_nm_tgt_t *t, void **req);
 } rma_netmod_ops_t;

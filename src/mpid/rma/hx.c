@@ -122,6 +122,28 @@ static void hx_hdr_init(rma_hx_hdr_t *h, const rma_hx_t *hx, uint32_t nrec, uint
                         .cookie = (uint64_t)(uintptr_t)w};
 }
 
+/* Sends one put request: h (its cookie set here), then body, len bytes (the records, then
+ * the data). The acknowledgement is counted down in nm->hx_out, which a flush waits for.
+ * 0 or -errno. */
+static int hx_post_put(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
+{
+    hx_wait_t *w = malloc(sizeof(*w));
+    int rc;
+
+    if (w == NULL)
+        return -ENOMEM;
+    *w = (hx_wait_t){.left = &nm->hx_out, .err = &nm->hx_err, .owned = 1};
+    h->cookie = (uint64_t)(uintptr_t)w;
+    atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
+    nm->pending = 1;
+    rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, h, sizeof(*h), body, len);
+    if (rc != 0) {
+        atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
+        free(w);
+    }
+    return rc;
+}
+
 int rma_hx_send(rma_hx_t *hx)
 {
     rma_nm_tgt_t *nm = &hx->win->targets[hx->trank].nm;
@@ -144,29 +166,15 @@ int rma_hx_send(rma_hx_t *hx)
         rma_hx_hdr_t h;
 
         if (hx->write) {
-            w = malloc(sizeof(*w));
-            if (w == NULL) {
-                rc = -ENOMEM;
-                break;
-            }
             nrec = hx_fill(hx, &ri, &rp, recs, data, max_bytes, &bytes);
             if (nrec == 0) { /* a piece larger than a request (RMA_HX_PIECE > RMA_HX_MSG) */
-                free(w);
                 rc = -EINVAL;
                 break;
             }
             /* the records go right before the data */
             memmove(data - nrec * sizeof(*recs), recs, nrec * sizeof(*recs));
-            *w = (hx_wait_t){.left = &nm->hx_out, .err = &nm->hx_err, .owned = 1};
-            hx_hdr_init(&h, hx, nrec, bytes, w);
-            atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
-            nm->pending = 1;
-            rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h),
-                                    data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
-            if (rc != 0) {
-                atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
-                free(w);
-            }
+            hx_hdr_init(&h, hx, nrec, bytes, NULL);
+            rc = hx_post_put(nm, &h, data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
             continue;
         }
         nrec = hx_fill(hx, &ri, &rp, recs, NULL, max_bytes, &bytes);
@@ -243,25 +251,15 @@ static int agg_send(rma_nm_tgt_t *nm, rma_hx_agg_t *a)
 {
     size_t rbytes = a->nrec * sizeof(rma_hx_rec_t);
     char *body = agg_data(a) - rbytes;
-    hx_wait_t *w;
     int rc;
 
     a->primed = 0;
     if (a->nrec == 0)
         return 0;
-    if ((w = malloc(sizeof(*w))) == NULL)
-        return -ENOMEM;
-    *w = (hx_wait_t){.left = &nm->hx_out, .err = &nm->hx_err, .owned = 1};
     a->h.nrec = a->nrec;
     a->h.bytes = a->bytes;
-    a->h.cookie = (uint64_t)(uintptr_t)w;
     memmove(body, agg_recs(a), rbytes);
-    atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
-    rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &a->h, sizeof(a->h), body, rbytes + a->bytes);
-    if (rc != 0) {
-        atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
-        free(w);
-    }
+    rc = hx_post_put(nm, &a->h, body, rbytes + a->bytes);
     a->nrec = 0;
     a->bytes = 0;
     return rc;

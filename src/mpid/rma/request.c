@@ -8,8 +8,6 @@
  * it (the poll and wait functions) until it is over, so that the transfer overlaps what
  * the caller does in between.
  */
-#include "config.h"
-
 #include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -17,13 +15,10 @@
 #include <string.h>
 
 #include "mpid/rma/rma.h"
+#include "netmod/ucx/nm_ucx.h"
 #include "sync/ctl.h"
 #include "sync/wait.h"
 #include "windows/win_error.h"
-
-#ifdef HAVE_UCX
-#include "netmod/ucx/nm_ucx.h"
-#endif
 
 /* An off-node operation in flight: the flush that completes it. */
 typedef struct req_flush {
@@ -34,15 +29,6 @@ typedef struct req_flush {
     void *flush; /* the transport's flush in progress (netmod.h flush_start) */
     int done, err;
 } req_flush_t;
-
-static void req_release(void *flush)
-{
-#ifdef HAVE_UCX
-    rma_ucx_req_release(flush);
-#else
-    (void)flush;
-#endif
-}
 
 /* Drives st's flush once; completes the request when it is over. 0 while it is not. */
 static int req_step(req_flush_t *st)
@@ -58,7 +44,7 @@ static int req_step(req_flush_t *st)
             return 0;
         st->err = rc;
     } else {
-        req_release(st->flush); /* the window's free flushed its target */
+        rma_ucx_req_release(st->flush); /* the window's free flushed its target */
     }
     st->done = 1;
     PMPI_Grequest_complete(st->req);
@@ -88,7 +74,7 @@ static int req_free(void *extra)
     req_flush_t *st = extra;
 
     if (st != NULL && !st->done)
-        req_release(st->flush);
+        rma_ucx_req_release(st->flush);
     free(st);
     return MPI_SUCCESS;
 }
@@ -159,7 +145,7 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *fu
         rc = PMPI_Grequest_complete(r);
     if (rc != MPI_SUCCESS) {
         if (st != NULL) { /* the operation's flush is left to the next one */
-            req_release(st->flush);
+            rma_ucx_req_release(st->flush);
             free(st);
         }
         return rma_err(win, func, MPI_ERR_OTHER, "cannot create the request");

@@ -88,13 +88,13 @@ static void mover_send_hx(rma_mover_t *mv)
     if (mv->err != 0) {
         /* the walk failed: nothing more is sent */
     } else if (hx->pieces < rma_env.hx_min) {
+        int agg = mv->write && !mv->sync; /* puts may be held back (hx.h, aggregation) */
         for (int i = 0; i < hx->nruns && mv->err == 0; i++) {
             const rma_hx_run_t *r = &hx->runs[i];
             for (uint64_t k = 0; k < r->count && mv->err == 0; k++) {
                 uintptr_t ta = r->taddr + k * (uint64_t)r->tstride;
                 char *la = r->laddr + (int64_t)k * r->lstride;
-                rc =
-                    mv->write && !mv->sync ? rma_hx_agg_put(mv->win, mv->trank, ta, la, r->len) : 1;
+                rc = agg ? rma_hx_agg_put(mv->win, mv->trank, ta, la, r->len) : 1;
                 if (rc == 1)
                     rma_mover_piece(mv, ta, la, r->len);
                 else if (rc != 0)

@@ -556,12 +556,10 @@ static int ucx_flush(rma_nm_tgt_t *t)
 
     if (!t->pending)
         return 0;
-    rc = ucx_flush_start(t, &req);
-    while (rc == 0 && (rc = ucx_flush_test(t, &req)) > 0) {
-        if (rc == 1) /* nothing moved */
-            rma_backoff(&bo);
-        rc = 0;
-    }
+    if ((rc = ucx_flush_start(t, &req)) == 0)
+        while ((rc = ucx_flush_test(t, &req)) > 0)
+            if (rc == 1) /* nothing moved */
+                rma_backoff(&bo);
     rma_ucx_wait_zero(&t->hx_out); /* after a failure too: the handlers count them down */
     if (rc == 0)
         rc = atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
