@@ -27,7 +27,8 @@ typedef struct rma_nm_tgt {
     void *ep;                         /* ucx: endpoint to the target's process */
     int pid;                          /* shm: the target's process id */
     int world;                        /* the target's rank in MPI_COMM_WORLD */
-    int pending;                      /* operations issued since the target's last flush */
+    _Atomic unsigned issued;          /* operations issued to the target (rma_nm_issued) */
+    _Atomic unsigned flushed;         /* ... how many of them the last flush covered */
     uintptr_t ctl_raddr;              /* target's address of its node's control segment */
     void *ctl_key;                    /* remote key of that segment */
     void *data_key;                   /* remote key of the target's window memory */
@@ -35,6 +36,32 @@ typedef struct rma_nm_tgt {
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small puts held back for one request (mpid/rma/hx.h) */
 } rma_nm_tgt_t;
+
+/* An operation to t was issued (after the transport took it): a flush of t must run. The
+ * count, not a flag, so that a flush on one thread cannot hide an operation another
+ * thread issued while it ran (MPI_THREAD_MULTIPLE). */
+static inline void rma_nm_issued(rma_nm_tgt_t *t)
+{
+    atomic_fetch_add_explicit(&t->issued, 1, memory_order_release);
+}
+
+/* Operations were issued to t that no completed flush covers. */
+static inline int rma_nm_pending(rma_nm_tgt_t *t)
+{
+    return atomic_load_explicit(&t->issued, memory_order_acquire) !=
+           atomic_load_explicit(&t->flushed, memory_order_acquire);
+}
+
+/* A flush that began when t->issued was `seen` completed: those are covered. */
+static inline void rma_nm_flushed(rma_nm_tgt_t *t, unsigned seen)
+{
+    unsigned cur = atomic_load_explicit(&t->flushed, memory_order_relaxed);
+
+    while ((int)(seen - cur) > 0 &&
+           !atomic_compare_exchange_weak_explicit(&t->flushed, &cur, seen, memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+}
 
 /* Atomic operations on remote words (ucx) */
 enum {

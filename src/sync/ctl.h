@@ -134,7 +134,7 @@ static inline int rma_ctl_flush(rma_win_t *win, int t)
 {
     rma_nm_tgt_t *nm = &win->targets[t].nm;
 
-    return nm->pending ? nm->ops->flush(nm) : 0;
+    return rma_nm_pending(nm) ? nm->ops->flush(nm) : 0;
 }
 
 /* Every operation this process issued to any target is complete there. 0, or -errno with

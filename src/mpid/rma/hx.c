@@ -135,11 +135,12 @@ static int hx_post_put(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size
     *w = (hx_wait_t){.left = &nm->hx_out, .err = &nm->hx_err, .owned = 1};
     h->cookie = (uint64_t)(uintptr_t)w;
     atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
-    nm->pending = 1;
     rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, h, sizeof(*h), body, len);
     if (rc != 0) {
         atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
         free(w);
+    } else {
+        rma_nm_issued(nm);
     }
     return rc;
 }
@@ -319,7 +320,7 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
     if (rc == 0) {
         memcpy(agg_data(a) + a->bytes, buf, n);
         a->bytes += n;
-        nm->pending = 1;
+        rma_nm_issued(nm);
         win->net_dirty = 1;
     }
     agg_unlock(a);

@@ -127,7 +127,7 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *fu
     MPI_Request r;
     int rc;
 
-    if (trank != MPI_PROC_NULL && win->targets[trank].nm.pending) {
+    if (trank != MPI_PROC_NULL && rma_nm_pending(&win->targets[trank].nm)) {
         rma_nm_tgt_t *nm = &win->targets[trank].nm;
         st = calloc(1, sizeof(*st));
         if (st == NULL)

@@ -431,10 +431,13 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
         int rc = post_req(
             write ? ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p)
                   : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p));
-        if (rc != 0)
+        if (rc != 0) {
+            if (i > 0)
+                rma_nm_issued(t);
             return rc;
+        }
     }
-    t->pending = 1;
+    rma_nm_issued(t);
     return 0;
 }
 
@@ -486,7 +489,8 @@ static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t 
         uint64_t *slot = &ring[next++ % 1024];
         memcpy(slot, &v, sizeof(v));
         rc = post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], slot, 1, raddr, key, &p));
-        t->pending = 1;
+        if (rc == 0)
+            rma_nm_issued(t);
         return rc;
     }
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
@@ -501,13 +505,15 @@ static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintp
 {
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
                              .datatype = ucp_dt_make_contig(size)};
+    int rc;
 
     if (reply != NULL) {
         p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         p.reply_buffer = reply;
     }
-    t->pending = 1;
-    return post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], value, 1, raddr, key, &p));
+    if ((rc = post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], value, 1, raddr, key, &p))) == 0)
+        rma_nm_issued(t);
+    return rc;
 }
 
 void rma_ucx_req_release(void *req)
@@ -551,10 +557,12 @@ static int ucx_flush_test(rma_nm_tgt_t *t, void **req)
 static int ucx_flush(rma_nm_tgt_t *t)
 {
     rma_backoff_t bo = RMA_BACKOFF_INIT;
+    /* what this flush covers: the operations issued before it starts */
+    unsigned seen = atomic_load_explicit(&t->issued, memory_order_acquire);
     void *req = NULL;
     int rc;
 
-    if (!t->pending)
+    if (seen == atomic_load_explicit(&t->flushed, memory_order_acquire))
         return 0;
     if ((rc = ucx_flush_start(t, &req)) == 0)
         while ((rc = ucx_flush_test(t, &req)) > 0)
@@ -564,7 +572,7 @@ static int ucx_flush(rma_nm_tgt_t *t)
     if (rc == 0)
         rc = atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
     if (rc == 0)
-        t->pending = 0;
+        rma_nm_flushed(t, seen);
     return rc;
 }
 
