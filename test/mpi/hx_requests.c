@@ -34,7 +34,7 @@ static void req_init(req_t *q, const rma_target_t *tg, int kind, uint64_t addr, 
 {
     memset(q, 0, sizeof(*q));
     q->h = (rma_hx_hdr_t){.magic = RMA_HX_MAGIC,
-                          .kind = (uint16_t)kind,
+                          .kind = (uint8_t)kind,
                           .win = (int32_t)tg->peer_win,
                           .serial = tg->peer_serial,
                           .origin = rank,
@@ -56,7 +56,19 @@ static int send_req(MPI_Win win, int t, const req_t *q, size_t hlen, uint32_t nr
     len += nrec * sizeof(rma_hx_rec_t);
     memcpy(body + len, q->data, data);
     len += data;
-    return rma_hx_send_raw(win, t, &q->h, hlen, body, len - body_cut);
+    return rma_hx_send_raw(win, t, &q->h, hlen, body, len - body_cut, 0);
+}
+
+/* Sends q as a rendezvous request: its header and first record in the message's header, the
+ * data (data bytes, or none) by rendezvous. */
+static int send_rndv(MPI_Win win, int t, req_t *q, size_t data)
+{
+    char hdr[sizeof(q->h) + sizeof(q->rec[0])];
+
+    q->h.flags |= RMA_HX_F_RNDV;
+    memcpy(hdr, &q->h, sizeof(q->h));
+    memcpy(hdr + sizeof(q->h), &q->rec[0], sizeof(q->rec[0]));
+    return rma_hx_send_raw(win, t, hdr, sizeof(hdr), q->data, data, 1);
 }
 
 static void run(int dynamic, int t)
@@ -86,7 +98,7 @@ static void run(int dynamic, int t)
         struct {
             const char *what;
             int rc;
-        } cases[16];
+        } cases[32];
         int n = 0, rc;
 #define CASE(what, call) cases[n++] = (typeof(cases[0])){what, (call)}
 
@@ -135,6 +147,35 @@ static void run(int dynamic, int t)
         q.h.bytes = 1ull << 40;
         q.rec[0] = (rma_hx_rec_t){base, 0, 1u << 20, 1u << 20};
         CASE("get of a terabyte", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.flags = 0x80;
+        CASE("unknown flag", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        /* rendezvous requests (RMA_HX_F_RNDV) */
+        req_init(&q, tg, RMA_HX_PUT, end - 4, 8);
+        CASE("rendezvous put past the end", send_rndv(win, t, &q, 8));
+        req_init(&q, tg, RMA_HX_PUT, base - 8, 8);
+        CASE("rendezvous put before the start", send_rndv(win, t, &q, 8));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.rec[0] = (rma_hx_rec_t){base + 8, 16, 4, 2};
+        CASE("rendezvous put of two pieces", send_rndv(win, t, &q, 8));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        CASE("rendezvous put of more data than announced", send_rndv(win, t, &q, 16));
+        req_init(&q, tg, RMA_HX_GET, base + 8, 8);
+        CASE("rendezvous data for a get", send_rndv(win, t, &q, 8));
+        req_init(&q, tg, RMA_HX_ACC, base + 8, 8);
+        CASE("rendezvous accumulate", send_rndv(win, t, &q, 8));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.flags = RMA_HX_F_RNDV;
+        CASE("rendezvous put without its data", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_GET, end - 4, 8);
+        q.h.flags = RMA_HX_F_RNDV;
+        CASE("rendezvous get past the end", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        req_init(&q, tg, RMA_HX_GET, base + 8, 8);
+        q.h.flags = RMA_HX_F_RNDV;
+        q.h.nrec = 2;
+        q.rec[1] = q.rec[0];
+        q.h.bytes = 16;
+        CASE("rendezvous get of two records", send_req(win, t, &q, sizeof(q.h), 2, 0, 0));
         for (int i = 0; i < n; i++)
             CHECK(cases[i].rc == -EINVAL, "request '%s': status %d, expected %d (-EINVAL)",
                   cases[i].what, cases[i].rc, -EINVAL);
@@ -144,6 +185,12 @@ static void run(int dynamic, int t)
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0, "a well-formed put was refused");
         req_init(&q, tg, RMA_HX_GET, base + GOOD_OFF, 8);
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0, "a well-formed get was refused");
+        req_init(&q, tg, RMA_HX_PUT, base + GOOD_OFF, 8);
+        CHECK(send_rndv(win, t, &q, 8) == 0, "a well-formed rendezvous put was refused");
+        req_init(&q, tg, RMA_HX_GET, base + GOOD_OFF, 8);
+        q.h.flags = RMA_HX_F_RNDV;
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0,
+              "a well-formed rendezvous get was refused");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == t) {

@@ -19,6 +19,7 @@ rma_env_t rma_env = {
     .hx_min = 8,
     .hx_msg = 64 << 10,
     .aggregate = 4 << 10,
+    .rndv = 128 << 10,
 };
 
 static const char *const agent_names[] = {"block", "poll", "off"};
@@ -59,6 +60,9 @@ void rma_env_init(void)
         rma_env.hx_piece = rma_env.hx_msg;
     rma_env.hx_min = (size_t)env_long("RMA_HX_MIN_PIECES", (long)rma_env.hx_min, 1, 1L << 30);
     rma_env.aggregate = (size_t)env_long("RMA_AGGREGATE", (long)rma_env.aggregate, 0, 4 << 20);
+    rma_env.rndv = (size_t)env_long("RMA_RNDV", (long)rma_env.rndv, 0, 1L << 40);
+    if (rma_env.rndv > 0 && rma_env.rndv <= rma_env.hx_piece)
+        rma_env.rndv = rma_env.hx_piece + 1;
     const char *c = getenv("RMA_AGENT_CPU");
     if (c != NULL && *c != '\0') {
         if (strcmp(c, "auto") == 0)
@@ -134,4 +138,10 @@ void rma_env_print(FILE *out)
             "flush, an epoch's end or when full (the first after a flush goes by RDMA); 0: "
             "off\n",
             rma_env.aggregate);
+    fprintf(out,
+            "RMA_RNDV=%zu        off-node put/get: contiguous pieces of at least this many bytes "
+            "are a rendezvous message to the target's agent, which moves them with one copy "
+            "(one RDMA read on a NIC) between the origin's buffer and window memory; smaller "
+            "ones are UCX RMA; 0: never\n",
+            rma_env.rndv);
 }

@@ -21,6 +21,8 @@ typedef struct rma_env {
     size_t hx_min;   /* RMA_HX_MIN_PIECES: ... when a transfer has at least this many of them */
     size_t hx_msg;   /* RMA_HX_MSG: data bytes in one host-assisted request */
     size_t aggregate; /* RMA_AGGREGATE: bytes of small puts to one target sent as one request */
+    size_t rndv;      /* RMA_RNDV: off-node contiguous pieces of at least this many bytes go by
+                         rendezvous to the target's agent; 0: never */
 } rma_env_t;
 
 /* RMA_AGENT=block: the agent sleeps on the target worker's event descriptor and polls for

@@ -28,7 +28,9 @@ typedef struct hx_wait {
     _Atomic int *left; /* decremented when the answer arrived */
     _Atomic int *err;  /* set to the answer's status when it is not 0 */
     int owned;         /* freed by the handler (puts: nobody waits on the call) */
-    /* get: the answer's bytes go to pieces skip.. of runs[0], then runs[1..nruns) */
+    /* get: the answer's bytes go to dst, or to pieces skip.. of runs[0], then
+     * runs[1..nruns) */
+    char *dst;
     const rma_hx_run_t *runs;
     int nruns;
     uint64_t skip, bytes;
@@ -210,6 +212,35 @@ int rma_hx_send(rma_hx_t *hx)
     return rc;
 }
 
+int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, int write)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    hx_wait_t *w = malloc(sizeof(*w));
+    rma_hx_t hx = {.win = win, .trank = trank, .write = write};
+    struct {
+        rma_hx_hdr_t h;
+        rma_hx_rec_t r;
+    } m = {.r = {ta, 0, (uint32_t)n, 1}};
+    int rc;
+
+    if (w == NULL)
+        return -ENOMEM;
+    *w = (hx_wait_t){
+        .left = &nm->hx_out, .err = &nm->hx_err, .owned = 1, .dst = write ? NULL : buf, .bytes = n};
+    hx_hdr_init(&m.h, &hx, 1, n, w);
+    m.h.flags = RMA_HX_F_RNDV;
+    atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
+    rc = write ? rma_ucx_am_request_rndv(nm, RMA_UCX_AM_HX_REQ, &m, sizeof(m), buf, n)
+               : rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &m.h, sizeof(m.h), &m.r, sizeof(m.r));
+    if (rc != 0) {
+        atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
+        free(w);
+    } else {
+        rma_nm_issued(nm);
+    }
+    return rc;
+}
+
 /* ------------------------------------------------------------------ aggregation */
 
 /* The put request being filled for one target: its records at the front of buf, room for
@@ -333,6 +364,16 @@ void rma_hx_agg_free(rma_nm_tgt_t *nm)
     nm->agg = NULL;
 }
 
+/* Origin: the answer to w is in, with status (0 or -errno). */
+static void hx_answered(hx_wait_t *w, int status)
+{
+    if (status != 0)
+        atomic_store_explicit(w->err, status, memory_order_relaxed);
+    atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
+    if (w->owned)
+        free(w);
+}
+
 /* Origin: an answer arrives (inside rma_ucx_progress on this thread). */
 static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
 {
@@ -345,7 +386,12 @@ static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len
         return;
     w = (hx_wait_t *)(uintptr_t)a->cookie;
     status = a->status;
-    if (status == 0 && w->runs != NULL) {
+    if (status == 0 && w->dst != NULL) {
+        if (len == w->bytes)
+            memcpy(w->dst, data, len);
+        else
+            status = -EPROTO;
+    } else if (status == 0 && w->runs != NULL) {
         const char *src = data;
         uint64_t p = w->skip;
         if (len != w->bytes)
@@ -359,11 +405,32 @@ static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len
             }
         }
     }
-    if (status != 0)
-        atomic_store_explicit(w->err, status, memory_order_relaxed);
-    atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
-    if (w->owned)
-        free(w);
+    hx_answered(w, status);
+}
+
+/* Origin: the data of a get's answer has landed (or not: rc). */
+static void hx_answer_landed(void *arg, int rc)
+{
+    hx_answered(arg, rc);
+}
+
+/* Origin: an answer whose data comes by rendezvous (a get of one piece into w->dst). */
+static void hx_answer_rndv(const void *hdr, size_t hlen, rma_ucx_rndv_t *rv, size_t len,
+                           void *reply_ep)
+{
+    const rma_hx_reply_t *a = hdr;
+    hx_wait_t *w;
+    int rc;
+
+    (void)reply_ep;
+    if (hlen < sizeof(*a))
+        return;
+    w = (hx_wait_t *)(uintptr_t)a->cookie;
+    rc = a->status != 0 ? a->status : w->dst == NULL || len != w->bytes ? -EPROTO : 0;
+    if (rc == 0)
+        rc = rma_ucx_am_recv(rv, w->dst, len, hx_answer_landed, w);
+    if (rc != 0)
+        hx_answered(w, rc);
 }
 
 /* A copy of hx's runs whose local addresses, offsets, are made addresses in base. */
@@ -429,24 +496,32 @@ out:
 }
 
 int rma_hx_send_raw(MPI_Win handle, int target, const void *hdr, size_t hlen, const void *data,
-                    size_t len)
+                    size_t len, int rndv)
 {
     rma_win_t *win = rma_win_lookup(handle);
     _Atomic int left = 1, err = 0;
+    char sink[256];
     hx_wait_t w = {.left = &left, .err = &err};
-    rma_hx_hdr_t h;
+    char h[sizeof(rma_hx_hdr_t) + sizeof(rma_hx_rec_t)];
+    rma_nm_tgt_t *nm;
     int rc;
 
     if (win == NULL || target < 0 || target >= win->nranks || win->targets[target].local ||
         hlen > sizeof(h))
         return -EINVAL;
+    nm = &win->targets[target].nm;
     /* the cookie is always ours, so that the answer finds its waiter; a header cut short
      * of it gets no answer */
-    memset(&h, 0, sizeof(h));
-    memcpy(&h, hdr, hlen);
-    h.cookie = (uint64_t)(uintptr_t)&w;
-    rc = rma_ucx_am_request(&win->targets[target].nm, RMA_UCX_AM_HX_REQ, &h, hlen, data, len);
-    if (rc != 0 || hlen < sizeof(h))
+    memset(h, 0, sizeof(h));
+    memcpy(h, hdr, hlen);
+    ((rma_hx_hdr_t *)h)->cookie = (uint64_t)(uintptr_t)&w;
+    if (((rma_hx_hdr_t *)h)->kind == RMA_HX_GET && ((rma_hx_hdr_t *)h)->bytes <= sizeof(sink)) {
+        w.dst = sink; /* a get's answer lands there */
+        w.bytes = ((rma_hx_hdr_t *)h)->bytes;
+    }
+    rc = rndv ? rma_ucx_am_request_rndv(nm, RMA_UCX_AM_HX_REQ, h, hlen, data, len)
+              : rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, h, hlen, data, len);
+    if (rc != 0 || hlen < sizeof(rma_hx_hdr_t))
         return rc;
     rma_ucx_wait_zero(&left);
     return atomic_load(&err);
@@ -499,10 +574,14 @@ static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_
         return "bad header";
     if (h->kind != RMA_HX_PUT && h->kind != RMA_HX_GET && h->kind != RMA_HX_ACC)
         return "unknown request kind";
+    if ((h->flags & ~RMA_HX_F_RNDV) != 0 ||
+        ((h->flags & RMA_HX_F_RNDV) && (h->kind == RMA_HX_ACC || h->nrec != 1)))
+        return "bad flags";
     win = rma_win_lookup((MPI_Win)h->win);
     if (win == NULL || win->serial != h->serial || !win->net)
         return "no such window here";
-    if (h->nrec == 0 || h->nrec > HX_MAX_REC || h->bytes > HX_MAX_BYTES)
+    if (h->nrec == 0 || h->nrec > HX_MAX_REC ||
+        h->bytes > ((h->flags & RMA_HX_F_RNDV) ? RMA_RNDV_MAX : HX_MAX_BYTES))
         return "record count or length out of range";
     rbytes = (size_t)h->nrec * sizeof(rma_hx_rec_t);
     if (len < rbytes)
@@ -573,6 +652,7 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
     const char *why = hx_check(h, hlen, len, &win);
     size_t esize = 1, rbytes = 0, cmp = 0;
     rma_hx_rec_t *recs = NULL;
+    const char *src = NULL;
     char *out = NULL;
     int fetch = 0, rc = 0;
 
@@ -585,9 +665,11 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
             fetch = h->acc != RMA_ACC;
             cmp = h->acc == RMA_CAS ? esize : 0;
         }
-        fetch |= h->kind == RMA_HX_GET;
-        if ((recs = malloc(rbytes)) == NULL ||
-            (fetch && (out = malloc(sizeof(a) + (size_t)h->bytes)) == NULL))
+        fetch |= h->kind == RMA_HX_GET && !(h->flags & RMA_HX_F_RNDV);
+        if (h->kind == RMA_HX_PUT && (h->flags & RMA_HX_F_RNDV))
+            why = "rendezvous put without its data";
+        else if ((recs = malloc(rbytes)) == NULL ||
+                 (fetch && (out = malloc(sizeof(a) + (size_t)h->bytes)) == NULL))
             why = "out of memory";
     }
     if (why == NULL) {
@@ -602,6 +684,8 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
                                fetch ? out + sizeof(a) : NULL);
             if (rc == 1)
                 why = "MPI_Reduce_local failed";
+        } else if (why == NULL && (h->flags & RMA_HX_F_RNDV)) {
+            src = (const char *)(uintptr_t)recs[0].addr; /* a get: sent from there */
         } else if (why == NULL) {
             hx_scatter_gather(recs, h->nrec, h->kind == RMA_HX_PUT ? (char *)body : out + sizeof(a),
                               h->kind == RMA_HX_PUT);
@@ -628,6 +712,8 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
     if (out != NULL) {
         memcpy(out, &a, sizeof(a));
         rma_ucx_am_reply_buf(reply_ep, RMA_UCX_AM_HX_REPLY, out, sizeof(a), (size_t)h->bytes);
+    } else if (why == NULL && src != NULL) {
+        rma_ucx_am_reply_rndv(reply_ep, RMA_UCX_AM_HX_REPLY, &a, sizeof(a), src, (size_t)h->bytes);
     } else {
         rma_ucx_am_reply(reply_ep, RMA_UCX_AM_HX_REPLY, &a, sizeof(a), NULL, 0);
     }
@@ -692,8 +778,72 @@ static int hx_serve_later(void)
     return atomic_load_explicit(&later_n, memory_order_acquire);
 }
 
+/* A rendezvous put's answer, once its data has landed in window memory (or not: rc). */
+typedef struct hx_landing {
+    void *reply_ep;
+    rma_hx_reply_t a;
+} hx_landing_t;
+
+static void hx_put_landed(void *arg, int rc)
+{
+    hx_landing_t *l = arg;
+
+    if (rc != 0) {
+        fprintf(stderr, "librma: a rendezvous put did not land: %s\n", strerror(-rc));
+        l->a.status = -EIO;
+    }
+    rma_ucx_am_reply(l->reply_ep, RMA_UCX_AM_HX_REPLY, &l->a, sizeof(l->a), NULL, 0);
+    free(l);
+}
+
+/* Target: a put of one piece whose data comes by rendezvous (RMA_HX_F_RNDV): checked like
+ * every request, then received straight into window memory. Puts are not ordered with
+ * accumulates (MPI), so it does not wait behind the ones left for later. */
+static void hx_serve_rndv(const void *hdr, size_t hlen, rma_ucx_rndv_t *rv, size_t len,
+                          void *reply_ep)
+{
+    const rma_hx_hdr_t *h = hdr;
+    rma_hx_rec_t rec;
+    rma_win_t *win = NULL;
+    hx_landing_t *l = NULL;
+    const char *why = hlen != sizeof(*h) + sizeof(rec)
+                          ? "bad header"
+                          : hx_check(h, sizeof(*h), sizeof(rec) + len, &win);
+
+    if (why == NULL && (h->kind != RMA_HX_PUT || !(h->flags & RMA_HX_F_RNDV)))
+        why = "rendezvous data for a request that has none";
+    if (why == NULL) {
+        memcpy(&rec, h + 1, sizeof(rec));
+        if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
+            pthread_mutex_lock(&win->dyn_mtx);
+        why = hx_check_recs(win, &rec, 1, h->bytes, 1);
+        if (why == NULL && rec.count != 1)
+            why = "rendezvous put of more than one piece";
+        if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
+            pthread_mutex_unlock(&win->dyn_mtx);
+    }
+    if (why == NULL && (l = malloc(sizeof(*l))) == NULL)
+        why = "out of memory";
+    if (why == NULL) {
+        *l = (hx_landing_t){reply_ep, {.cookie = h->cookie}};
+        if (reply_ep != NULL &&
+            rma_ucx_am_recv(rv, (void *)(uintptr_t)rec.addr, len, hx_put_landed, l) == 0)
+            return;
+        free(l);
+        why = "could not receive its data";
+    }
+    fprintf(stderr, "librma: dropped a host-assisted request from world rank %d: %s\n",
+            hlen >= sizeof(*h) ? h->origin : -1, why);
+    if (reply_ep != NULL && hlen >= sizeof(*h)) {
+        rma_hx_reply_t a = {.cookie = h->cookie, .status = -EINVAL};
+        rma_ucx_am_reply(reply_ep, RMA_UCX_AM_HX_REPLY, &a, sizeof(a), NULL, 0);
+    }
+}
+
 void rma_hx_net_init(void)
 {
+    rma_ucx_am_register_rndv(RMA_UCX_AM_HX_REQ, hx_serve_rndv);
+    rma_ucx_am_register_rndv(RMA_UCX_AM_HX_REPLY, hx_answer_rndv);
     rma_ucx_am_register(RMA_UCX_AM_HX_REQ, hx_serve);
     rma_ucx_am_register(RMA_UCX_AM_HX_REPLY, hx_answer);
     rma_ucx_set_idle(hx_serve_later);

@@ -23,12 +23,19 @@
 
 enum { RMA_HX_PUT = 1, RMA_HX_GET, RMA_HX_ACC };
 
+/* A put or get of one contiguous piece whose data travels by rendezvous (nm_ucx.h): a
+ * put's record follows the header in the message's header and the target's agent
+ * receives the data straight into window memory; a get is answered with the data sent
+ * straight from window memory, which the origin receives into its buffer. */
+#define RMA_HX_F_RNDV 0x1u
+
 /* A request: the header, then nrec records, then the data: for a put the bytes the records
  * cover, in record order; for an accumulate (RMA_HX_ACC) the compare element of a
  * compare-and-swap, then the origin's elements (none for MPI_NO_OP). */
 typedef struct rma_hx_hdr {
     uint32_t magic;
-    uint16_t kind;   /* RMA_HX_PUT, RMA_HX_GET, RMA_HX_ACC */
+    uint8_t kind;    /* RMA_HX_PUT, RMA_HX_GET, RMA_HX_ACC */
+    uint8_t flags;   /* RMA_HX_F_* */
     uint8_t op;      /* accumulates: RMA_OP_* (mpid/rma/acc.h) */
     uint8_t acc;     /* ... RMA_ACC, RMA_GACC, RMA_FOP or RMA_CAS */
     int32_t basic;   /* ... the predefined datatype of every element */
@@ -95,6 +102,12 @@ int rma_hx_send(rma_hx_t *hx);
 int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize, const char *opk,
                const char *compare, char *rpk);
 
+/* A put or get of n contiguous bytes between buf and target address ta of target trank
+ * as a rendezvous request (RMA_HX_F_RNDV; RMA_RNDV): issued, complete at the target's
+ * next flush. 0 or -errno. */
+int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, int write);
+#define RMA_RNDV_MAX (1u << 30) /* bytes in one rendezvous request: larger pieces are split */
+
 /* Aggregation (ARMI): small puts to one off-node target are copied into one put request,
  * sent when a flush of the target comes (netmod.h: every flush, unlock, fence, complete
  * and window free flushes), or when the next put would not fit in RMA_AGGREGATE bytes or
@@ -112,10 +125,11 @@ void rma_hx_agg_free(rma_nm_tgt_t *nm);
 void rma_hx_done(rma_hx_t *hx);
 
 /* Tests only: sends a raw request (header hdr of hlen bytes, its cookie replaced; body
- * data) to target of win and waits for the answer. Returns the status the target's agent
- * answered (0, or -EINVAL when it dropped the request), or -errno when it could not be
- * sent; a header shorter than rma_hx_hdr_t gets no answer (0 once sent). */
+ * data, by rendezvous when rndv is set) to target of win and waits for the answer. Returns
+ * the status the target's agent answered (0, or -EINVAL when it dropped the request), or
+ * -errno when it could not be sent; a header shorter than rma_hx_hdr_t gets no answer (0
+ * once sent). Data in an answer is dropped. */
 int rma_hx_send_raw(MPI_Win win, int target, const void *hdr, size_t hlen, const void *data,
-                    size_t len);
+                    size_t len, int rndv);
 
 #endif

@@ -44,6 +44,25 @@ int rma_mover_flush(rma_mover_t *mv)
     return rc;
 }
 
+/* A large contiguous piece off node: a rendezvous request to the target's agent (hx.h),
+ * which moves it with one copy between window memory and buf. */
+static int mover_rndv(rma_mover_t *mv, uintptr_t ta, char *buf, size_t n)
+{
+    rma_nm_tgt_t *nm = &mv->win->targets[mv->trank].nm;
+    int rc = 0;
+
+    mv->win->net_dirty = 1;
+    for (size_t off = 0, k; rc == 0 && off < n; off += k) {
+        k = n - off < RMA_RNDV_MAX ? n - off : RMA_RNDV_MAX;
+        rc = rma_hx_rndv(mv->win, mv->trank, ta + off, buf + off, k, mv->write);
+    }
+    if (rc == 0 && mv->sync)
+        rc = nm->ops->flush(nm);
+    if (rc != 0)
+        mv->err = rc;
+    return rc;
+}
+
 int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
 {
     while (len > 0) {
@@ -55,6 +74,9 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
         } else if (mv->hx != NULL && n <= rma_env.hx_piece) {
             if (rma_hx_add(mv->hx, ta, buf, n) != 0)
                 return mv->err = -ENOMEM;
+        } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->win->targets[mv->trank].local) {
+            if (mover_rndv(mv, ta, buf, n) != 0)
+                return mv->err;
         } else {
             void *key = rma_tspan_key(mv->span, ta);
             if (mv->niov > 0 && key != mv->key && rma_mover_flush(mv) != 0)

@@ -34,6 +34,7 @@ static struct {
     int npeers;
     int started, failed;
     rma_ucx_am_cb_t am[RMA_UCX_AM_MAX];
+    rma_ucx_am_rndv_cb_t am_rndv[RMA_UCX_AM_MAX];
     int (*idle)(void);             /* serves requests left for later; returns how many are left */
     int (*drain)(rma_nm_tgt_t *t); /* sends what t->agg holds back */
     pthread_mutex_t lock;          /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
@@ -148,15 +149,81 @@ static int agent_arm(void)
 
 /* ------------------------------------------------------------------ active messages */
 
+/* A message whose data comes by rendezvous: the worker it arrived on and UCX's descriptor
+ * of the data, until the handler receives it. */
+struct rma_ucx_rndv {
+    ucp_worker_h w;
+    void *desc;
+};
+
+/* The handler's argument: the message's id, and whether it arrived on the target worker. */
+#define AM_ARG(id, w) ((void *)(uintptr_t)((id) | ((w) == ux.tw ? 0x100u : 0)))
+
 static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_length, void *data,
                                 size_t length, const ucp_am_recv_param_t *param)
 {
-    unsigned id = (unsigned)(uintptr_t)arg;
+    unsigned id = (unsigned)(uintptr_t)arg & 0xffu;
+    void *reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : NULL;
 
-    if (id < RMA_UCX_AM_MAX && ux.am[id] != NULL)
-        ux.am[id](header, header_length, data, length,
-                  (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : NULL);
+    if (id >= RMA_UCX_AM_MAX)
+        return UCS_OK;
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        /* not received by the handler: UCX drops the data and completes the send */
+        rma_ucx_rndv_t rv = {((uintptr_t)arg & 0x100u) ? ux.tw : ux.ow, data};
+        if (ux.am_rndv[id] != NULL)
+            ux.am_rndv[id](header, header_length, &rv, length, reply_ep);
+    } else if (ux.am[id] != NULL) {
+        ux.am[id](header, header_length, data, length, reply_ep);
+    }
     return UCS_OK;
+}
+
+void rma_ucx_am_register_rndv(unsigned id, rma_ucx_am_rndv_cb_t cb)
+{
+    if (id < RMA_UCX_AM_MAX)
+        ux.am_rndv[id] = cb;
+}
+
+typedef struct recv_ctx {
+    void (*done)(void *arg, int rc);
+    void *arg;
+} recv_ctx_t;
+
+static void recv_done(void *req, ucs_status_t st, size_t length, void *user)
+{
+    recv_ctx_t *c = user;
+
+    (void)length;
+    c->done(c->arg, status_errno(st));
+    free(c);
+    ucp_request_free(req);
+}
+
+int rma_ucx_am_recv(rma_ucx_rndv_t *rv, void *buf, size_t len, void (*done)(void *arg, int rc),
+                    void *arg)
+{
+    recv_ctx_t *c = malloc(sizeof(*c));
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA |
+                                             UCP_OP_ATTR_FIELD_DATATYPE,
+                             .cb.recv_am = recv_done,
+                             .datatype = ucp_dt_make_contig(1)};
+    ucs_status_ptr_t req;
+
+    if (c == NULL)
+        return -ENOMEM;
+    *c = (recv_ctx_t){done, arg};
+    p.user_data = c;
+    req = ucp_am_recv_data_nbx(rv->w, rv->desc, buf, len, &p);
+    if (UCS_PTR_IS_ERR(req)) {
+        free(c);
+        return status_errno(UCS_PTR_STATUS(req));
+    }
+    if (req == NULL) { /* landed already: the callback is not called */
+        free(c);
+        done(arg, 0);
+    }
+    return 0;
 }
 
 void rma_ucx_am_register(unsigned id, rma_ucx_am_cb_t cb)
@@ -173,7 +240,7 @@ static int set_handler(ucp_worker_h w, unsigned id)
         .id = id,
         .flags = UCP_AM_FLAG_WHOLE_MSG,
         .cb = am_dispatch,
-        .arg = (void *)(uintptr_t)id,
+        .arg = AM_ARG(id, w),
     };
     return ucp_worker_set_am_recv_handler(w, &p) == UCS_OK ? 0 : -1;
 }
@@ -193,31 +260,65 @@ int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hle
     return am_send(t->ep, id, hdr, hlen, data, len, UCP_AM_SEND_FLAG_REPLY);
 }
 
-/* Runs on the target worker, inside its progress: waiting for the send there would recurse
- * into the worker from its own callback, so the reply is sent from a copy and released when
- * it completes. */
-static void reply_done(void *req, ucs_status_t st, void *user)
+/* Sends without waiting: hdr (from malloc, freed when the send completes), then len bytes
+ * at data, which must stay as they are until then. Replies are sent this way because they
+ * run on the target worker, inside its progress: waiting for the send there would recurse
+ * into the worker from its own callback. */
+static void post_done(void *req, ucs_status_t st, void *user)
 {
+    (void)st;
     free(user);
     ucp_request_free(req);
 }
 
-int rma_ucx_am_reply_buf(void *reply_ep, unsigned id, void *buf, size_t hlen, size_t len)
+static int am_post(ucp_ep_h ep, unsigned id, void *hdr, size_t hlen, const void *data, size_t len,
+                   uint32_t flags)
 {
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
                                              UCP_OP_ATTR_FIELD_USER_DATA,
-                             .flags = UCP_AM_SEND_FLAG_EAGER,
-                             .cb.send = reply_done,
-                             .user_data = buf};
-    ucs_status_ptr_t req = ucp_am_send_nbx(reply_ep, id, buf, hlen, (char *)buf + hlen, len, &p);
+                             .flags = flags,
+                             .cb.send = post_done,
+                             .user_data = hdr};
+    ucs_status_ptr_t req = ucp_am_send_nbx(ep, id, hdr, hlen, data, len, &p);
 
     if (UCS_PTR_IS_ERR(req)) {
-        free(buf);
+        free(hdr);
         return status_errno(UCS_PTR_STATUS(req));
     }
     if (req == NULL)
-        free(buf);
+        free(hdr);
     return 0;
+}
+
+static void *dup_hdr(const void *hdr, size_t hlen)
+{
+    void *copy = malloc(hlen + 1);
+
+    return copy != NULL ? memcpy(copy, hdr, hlen) : NULL;
+}
+
+int rma_ucx_am_request_rndv(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen,
+                            const void *data, size_t len)
+{
+    void *copy = dup_hdr(hdr, hlen);
+
+    return copy == NULL ? -ENOMEM
+                        : am_post(t->ep, id, copy, hlen, data, len,
+                                  UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV);
+}
+
+int rma_ucx_am_reply_rndv(void *reply_ep, unsigned id, const void *hdr, size_t hlen,
+                          const void *data, size_t len)
+{
+    void *copy = dup_hdr(hdr, hlen);
+
+    return copy == NULL ? -ENOMEM
+                        : am_post(reply_ep, id, copy, hlen, data, len, UCP_AM_SEND_FLAG_RNDV);
+}
+
+int rma_ucx_am_reply_buf(void *reply_ep, unsigned id, void *buf, size_t hlen, size_t len)
+{
+    return am_post(reply_ep, id, buf, hlen, (char *)buf + hlen, len, UCP_AM_SEND_FLAG_EAGER);
 }
 
 int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,

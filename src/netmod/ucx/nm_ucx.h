@@ -81,6 +81,25 @@ int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hle
 int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
                      size_t len);
 
+/* Rendezvous: a message sent this way carries its data by reference, and its receiver
+ * fetches the data straight into the buffer it chooses (on shared memory one cross-memory
+ * copy; on a NIC one RDMA read). The sender does not wait: the data must stay as it is
+ * until the receiver has answered. The receiver's handler, registered with
+ * rma_ucx_am_register_rndv, gets a descriptor rv instead of the data and receives it with
+ * rma_ucx_am_recv before it returns; data it does not receive is dropped. */
+typedef struct rma_ucx_rndv rma_ucx_rndv_t;
+typedef void (*rma_ucx_am_rndv_cb_t)(const void *hdr, size_t hlen, rma_ucx_rndv_t *rv, size_t len,
+                                     void *reply_ep);
+void rma_ucx_am_register_rndv(unsigned id, rma_ucx_am_rndv_cb_t cb);
+int rma_ucx_am_request_rndv(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen,
+                            const void *data, size_t len);
+int rma_ucx_am_reply_rndv(void *reply_ep, unsigned id, const void *hdr, size_t hlen,
+                          const void *data, size_t len);
+/* Receives rv's len bytes into buf; done(arg, 0 or -errno) runs once they have landed
+ * (maybe before this returns). 0, or -errno and done is not called. */
+int rma_ucx_am_recv(rma_ucx_rndv_t *rv, void *buf, size_t len, void (*done)(void *arg, int rc),
+                    void *arg);
+
 /* fn is called whenever the target worker has been progressed (by the agent, or inside
  * librma calls with RMA_AGENT=off) to serve requests a handler left for later; it returns
  * how many are still left (the agent does not sleep while some are). */

@@ -73,6 +73,28 @@ int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hle
     return -ENOTSUP;
 }
 
+void rma_ucx_am_register_rndv(unsigned id, rma_ucx_am_rndv_cb_t cb)
+{
+}
+
+int rma_ucx_am_request_rndv(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen,
+                            const void *data, size_t len)
+{
+    return -ENOTSUP;
+}
+
+int rma_ucx_am_reply_rndv(void *reply_ep, unsigned id, const void *hdr, size_t hlen,
+                          const void *data, size_t len)
+{
+    return -ENOTSUP;
+}
+
+int rma_ucx_am_recv(rma_ucx_rndv_t *rv, void *buf, size_t len, void (*done)(void *arg, int rc),
+                    void *arg)
+{
+    return -ENOTSUP;
+}
+
 int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
                      size_t len)
 {
