@@ -100,8 +100,9 @@ static void usage(const bench_spec_t *spec, const char *prog)
            BENCH_LARGE_SIZE, spec->iters, spec->iters_large);
     printf("  -x N[:L]     warm-up iterations, skipped (default %d:%d)\n", spec->warmup,
            spec->warmup_large);
-    if (spec->ops_per_sync > 1)
-        printf("  -W N         operations per epoch or flush (default %d)\n", spec->ops_per_sync);
+    printf("  -W N         operations per epoch or flush (default %d; latency measures give\n"
+           "               the time per operation)\n",
+           spec->ops_per_sync);
     if (spec->fan_out)
         printf("  -t one|all   target rank 1 only, or every rank incl. itself (default one)\n");
     printf("  -M           window memory of create/dynamic from MPI_Alloc_mem (default malloc)\n");
@@ -229,8 +230,8 @@ static void parse_options(bench_t *b, opts_t *o, int argc, char **argv)
             break;
         case 'W': {
             int w, unused;
-            if (spec->ops_per_sync <= 1 || parse_counts(optarg, 1, &w, &unused) || unused >= 0)
-                o->error = "-W takes one count, and only for bandwidth and rate measures";
+            if (parse_counts(optarg, 1, &w, &unused) || unused >= 0)
+                o->error = "-W takes one count";
             else
                 b->ops_per_sync = w;
             break;

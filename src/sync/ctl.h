@@ -144,7 +144,9 @@ int rma_ctl_flush_all(rma_win_t *win, int *failed);
 /* Raises MPI_ERR_OTHER on the window for a network call to target t that failed with rc. */
 int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc);
 
-/* Lets the network move while a protocol waits (no-op when nothing is off-node). */
+/* Lets the network move while a protocol waits (no-op when nothing is off-node): this
+ * process's operations, and its peers' on it when the agent is not serving them right now.
+ * Called only where the caller holds no lock a request handler takes. */
 void rma_ctl_progress(rma_win_t *win);
 
 #endif

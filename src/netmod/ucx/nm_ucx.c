@@ -38,7 +38,9 @@ static struct {
     int (*idle)(void);             /* serves requests left for later; returns how many are left */
     int (*drain)(rma_nm_tgt_t *t); /* sends what t->agg holds back */
     pthread_mutex_t lock;          /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
-} ux = {.tw_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+    pthread_mutex_t tw_mtx;        /* the target worker: the agent, or a rank serving while it
+                                      waits (rma_ucx_serve) */
+} ux = {.tw_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .tw_mtx = PTHREAD_MUTEX_INITIALIZER};
 
 static int status_errno(ucs_status_t st)
 {
@@ -66,16 +68,39 @@ int rma_ucx_started(void)
 
 /* ------------------------------------------------------------------ progress and waiting */
 
+/* Drives the target worker (peers' operations on this process) once, and serves what
+ * was left for later. Whoever holds tw_mtx does: the agent, or a rank that waits
+ * (rma_ucx_serve) while the agent does not. wait: take the lock even when another thread
+ * has it. Returns 1 when something happened. */
+static int tw_progress(int wait)
+{
+    int n;
+
+    if (wait)
+        pthread_mutex_lock(&ux.tw_mtx);
+    else if (pthread_mutex_trylock(&ux.tw_mtx) != 0)
+        return 0;
+    n = (int)ucp_worker_progress(ux.tw);
+    if (ux.idle != NULL)
+        ux.idle();
+    pthread_mutex_unlock(&ux.tw_mtx);
+    return n != 0;
+}
+
 int rma_ucx_progress(void)
 {
     int n = (int)ucp_worker_progress(ux.ow);
 
-    if (rma_env.agent == RMA_AGENT_OFF) {
-        n += (int)ucp_worker_progress(ux.tw);
-        if (ux.idle != NULL)
-            ux.idle();
-    }
+    /* a rank that waits serves its peers meanwhile, unless the agent is at it: on a node
+     * whose cores all run spinning ranks the agent may wait milliseconds for a core, and
+     * two ranks flushing to each other would wait for their agents */
+    n += tw_progress(0);
     return n != 0;
+}
+
+int rma_ucx_serve(void)
+{
+    return ux.started ? tw_progress(0) : 0;
 }
 
 void rma_ucx_wait_zero(_Atomic int *count)
@@ -129,22 +154,23 @@ static int post_req(ucs_status_ptr_t req)
 
 static int agent_progress(void)
 {
-    int n = (int)ucp_worker_progress(ux.tw);
-
-    if (ux.idle != NULL)
-        ux.idle();
-    return n != 0;
+    return tw_progress(1);
 }
 
 /* 0: armed, the agent may sleep on the descriptor; 1: events are pending, or requests left
  * for later wait (the agent keeps polling, yielding the core). */
 static int agent_arm(void)
 {
-    if (ux.idle != NULL && ux.idle() > 0) {
+    int busy;
+
+    pthread_mutex_lock(&ux.tw_mtx);
+    busy = ux.idle != NULL && ux.idle() > 0;
+    if (!busy)
+        busy = ucp_worker_arm(ux.tw) == UCS_ERR_BUSY;
+    pthread_mutex_unlock(&ux.tw_mtx);
+    if (busy)
         sched_yield();
-        return 1;
-    }
-    return ucp_worker_arm(ux.tw) == UCS_ERR_BUSY;
+    return busy;
 }
 
 /* ------------------------------------------------------------------ active messages */

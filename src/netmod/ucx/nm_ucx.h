@@ -54,9 +54,17 @@ void rma_ucx_mem_unmap(rma_ucx_mem_t *mem);
 void *rma_ucx_key_open(rma_nm_tgt_t *t, const void *blob);
 void rma_ucx_key_close(void *key);
 
-/* Drives the origin worker (and the target worker too when the agent is off). Returns 1
+/* Drives the origin worker, and the target worker too unless the agent is driving it
+ * right now (rma_ucx_serve): every librma wait serves this process's peers. Handlers run
+ * inside it, so no caller may hold a lock a handler takes (a window's dyn_mtx). Returns 1
  * when something happened. */
 int rma_ucx_progress(void);
+
+/* Serves peers' operations on this process once (drives the target worker) unless the
+ * agent is doing so right now. For a rank that waits for other ranks anyway (MPI_Barrier):
+ * on a machine whose cores all run spinning ranks the agent may not get a core for a
+ * while. Returns 1 when something happened; 0 at once when UCX is not started. */
+int rma_ucx_serve(void);
 
 /* Drives the origin worker (backing off) until *count is 0: the answers an active message
  * handler counts down have arrived. */
