@@ -17,26 +17,29 @@ int rma_ctl_net_amo(rma_win_t *win, int t, size_t off, int op, unsigned size, ui
                     uint64_t compare, uint64_t *fetched)
 {
     rma_nm_tgt_t *nm = &win->targets[t].nm;
+    int rc;
 
     if (nm->ops == NULL || nm->ctl_key == NULL)
         return -ENOTCONN;
+    rc = nm->ops->amo(nm, nm->ctl_key, op, size, nm->ctl_raddr + off, value, compare, fetched);
     if (fetched == NULL) /* only issued: rma_ctl_flush_all must look at it */
-        win->net_dirty = 1;
-    return nm->ops->amo(nm, nm->ctl_key, op, size, nm->ctl_raddr + off, value, compare, fetched);
+        rma_win_net_issued(win);
+    return rc;
 }
 
 int rma_ctl_flush_all(rma_win_t *win, int *failed)
 {
-    if (!win->net_dirty)
+    /* cleared first: an operation issued from here on sets it again (rma_win_net_issued) */
+    if (!atomic_exchange_explicit(&win->net_dirty, 0, memory_order_acq_rel))
         return 0;
     for (int t = 0; t < win->nranks; t++) {
         int rc = rma_ctl_flush(win, t);
         if (rc != 0) {
             *failed = t;
+            rma_win_net_issued(win); /* the targets after t were not looked at */
             return rc;
         }
     }
-    win->net_dirty = 0;
     return 0;
 }
 

@@ -58,7 +58,7 @@ static inline int rma_flush_all(rma_win_t *win, const char *func)
     if (rma_unlikely(win->epoch != RMA_EPOCH_LOCK_ALL && win->epoch != RMA_EPOCH_LOCK))
         return rma_flush_error(win, RMA_FLUSH_ALL, func);
     atomic_thread_fence(memory_order_seq_cst);
-    if (rma_unlikely(win->net_dirty))
+    if (rma_unlikely(atomic_load_explicit(&win->net_dirty, memory_order_acquire)))
         return rma_flush_net(win, RMA_FLUSH_ALL, func);
     return MPI_SUCCESS;
 }

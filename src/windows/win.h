@@ -208,10 +208,11 @@ typedef struct rma_win {
     rma_target_t *targets;
     rma_ctl_t *ctl; /* this node's control segment */
     int rank, nranks;
-    int net;            /* some target is off-node: reached through UCX */
-    int net_dirty;      /* operations were issued to off-node targets since the last flush_all */
-    uint64_t sync_gen;  /* epochs opened (off-node region tables are checked once per epoch) */
-    uint64_t bar_epoch; /* barriers entered on this window */
+    int net;               /* some target is off-node: reached through UCX */
+    _Atomic int net_dirty; /* operations were issued to off-node targets since the last
+                              flush_all began (rma_win_net_issued) */
+    uint64_t sync_gen;     /* epochs opened (off-node region tables are checked once per epoch) */
+    uint64_t bar_epoch;    /* barriers entered on this window */
 
     MPI_Win handle;
     uint32_t serial; /* windows made by this process before this one: a handle reused after
@@ -271,6 +272,15 @@ typedef struct rma_win {
     int attr_flavor, attr_model, attr_disp_unit; /* storage for predefined attrs */
     MPI_Aint attr_size;
 } rma_win_t;
+
+/* An operation to an off-node target was issued (after the transport took it, and after
+ * rma_nm_issued): the next MPI_Win_flush_all must look at the targets. Set after the
+ * operation, so that a flush_all on another thread, which clears the flag when it begins,
+ * either sees the operation or leaves the flag set for the next one. */
+static inline void rma_win_net_issued(rma_win_t *win)
+{
+    atomic_store_explicit(&win->net_dirty, 1, memory_order_release);
+}
 
 /* ------------------------------------------------------------------ handle table */
 

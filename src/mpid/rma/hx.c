@@ -352,7 +352,7 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
         memcpy(agg_data(a) + a->bytes, buf, n);
         a->bytes += n;
         rma_nm_issued(nm);
-        win->net_dirty = 1;
+        rma_win_net_issued(win);
     }
     agg_unlock(a);
     return rc;

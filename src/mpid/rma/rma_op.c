@@ -26,9 +26,9 @@ int rma_mover_flush(rma_mover_t *mv)
     if (mv->niov == 0)
         return 0;
     if (!tg->local) { /* off-node: RDMA, complete at the target's next flush */
-        mv->win->net_dirty = 1;
         rc = mv->write ? nm->ops->writev(nm, mv->key, mv->liov, mv->riov, mv->niov)
                        : nm->ops->readv(nm, mv->key, mv->liov, mv->riov, mv->niov);
+        rma_win_net_issued(mv->win); /* pieces may be issued even when a later one failed */
         if (rc == 0 && mv->sync)
             rc = nm->ops->flush(nm);
     } else if (mv->write) {
@@ -51,11 +51,11 @@ static int mover_rndv(rma_mover_t *mv, uintptr_t ta, char *buf, size_t n)
     rma_nm_tgt_t *nm = &mv->win->targets[mv->trank].nm;
     int rc = 0;
 
-    mv->win->net_dirty = 1;
     for (size_t off = 0, k; rc == 0 && off < n; off += k) {
         k = n - off < RMA_RNDV_MAX ? n - off : RMA_RNDV_MAX;
         rc = rma_hx_rndv(mv->win, mv->trank, ta + off, buf + off, k, mv->write);
     }
+    rma_win_net_issued(mv->win);
     if (rc == 0 && mv->sync)
         rc = nm->ops->flush(nm);
     if (rc != 0)
@@ -126,8 +126,8 @@ static void mover_send_hx(rma_mover_t *mv)
         hx->nruns = 0;
         hx->pieces = hx->bytes = 0;
     } else {
-        mv->win->net_dirty = 1;
         rc = rma_hx_send(hx);
+        rma_win_net_issued(mv->win);
         if (rc != 0)
             mv->err = rc;
     }
