@@ -124,20 +124,16 @@ static void hx_hdr_init(rma_hx_hdr_t *h, const rma_hx_t *hx, uint32_t nrec, uint
                         .cookie = (uint64_t)(uintptr_t)w};
 }
 
-/* Sends one put request: h (its cookie set here), then body, len bytes (the records, then
- * the data). The acknowledgement is counted down in nm->hx_out, which a flush waits for.
- * 0 or -errno. */
-static int hx_post_put(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
+/* An issued request whose answer a flush of nm waits for (nm->hx_out, its waiter w owned):
+ * counted before it is sent (the answer may come at once), and ended with the send's
+ * result rc: undone when it failed, else issued. Returns rc. */
+static void hx_out_begin(rma_nm_tgt_t *nm)
 {
-    hx_wait_t *w = malloc(sizeof(*w));
-    int rc;
-
-    if (w == NULL)
-        return -ENOMEM;
-    *w = (hx_wait_t){.left = &nm->hx_out, .err = &nm->hx_err, .owned = 1};
-    h->cookie = (uint64_t)(uintptr_t)w;
     atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
-    rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, h, sizeof(*h), body, len);
+}
+
+static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
+{
     if (rc != 0) {
         atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
         free(w);
@@ -145,6 +141,21 @@ static int hx_post_put(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size
         rma_nm_issued(nm);
     }
     return rc;
+}
+
+/* Sends one put request: h (its cookie set here), then body, len bytes (the records, then
+ * the data). The acknowledgement is counted down in nm->hx_out, which a flush waits for.
+ * 0 or -errno. */
+static int hx_post_put(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
+{
+    hx_wait_t *w = malloc(sizeof(*w));
+
+    if (w == NULL)
+        return -ENOMEM;
+    *w = (hx_wait_t){.left = &nm->hx_out, .err = &nm->hx_err, .owned = 1};
+    h->cookie = (uint64_t)(uintptr_t)w;
+    hx_out_begin(nm);
+    return hx_out_end(nm, w, rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, h, sizeof(*h), body, len));
 }
 
 int rma_hx_send(rma_hx_t *hx)
@@ -221,7 +232,6 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
         rma_hx_hdr_t h;
         rma_hx_rec_t r;
     } m = {.r = {ta, 0, (uint32_t)n, 1}};
-    int rc;
 
     if (w == NULL)
         return -ENOMEM;
@@ -229,16 +239,11 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
         .left = &nm->hx_out, .err = &nm->hx_err, .owned = 1, .dst = write ? NULL : buf, .bytes = n};
     hx_hdr_init(&m.h, &hx, 1, n, w);
     m.h.flags = RMA_HX_F_RNDV;
-    atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
-    rc = write ? rma_ucx_am_request_rndv(nm, RMA_UCX_AM_HX_REQ, &m, sizeof(m), buf, n)
-               : rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &m.h, sizeof(m.h), &m.r, sizeof(m.r));
-    if (rc != 0) {
-        atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
-        free(w);
-    } else {
-        rma_nm_issued(nm);
-    }
-    return rc;
+    hx_out_begin(nm);
+    return hx_out_end(
+        nm, w,
+        write ? rma_ucx_am_request_rndv(nm, RMA_UCX_AM_HX_REQ, &m, sizeof(m), buf, n)
+              : rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &m.h, sizeof(m.h), &m.r, sizeof(m.r)));
 }
 
 /* ------------------------------------------------------------------ aggregation */
@@ -364,9 +369,11 @@ void rma_hx_agg_free(rma_nm_tgt_t *nm)
     nm->agg = NULL;
 }
 
-/* Origin: the answer to w is in, with status (0 or -errno). */
-static void hx_answered(hx_wait_t *w, int status)
+/* Origin: the answer to waiter arg is in (its data landed), with status 0 or -errno. */
+static void hx_answered(void *arg, int status)
 {
+    hx_wait_t *w = arg;
+
     if (status != 0)
         atomic_store_explicit(w->err, status, memory_order_relaxed);
     atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
@@ -374,18 +381,27 @@ static void hx_answered(hx_wait_t *w, int status)
         free(w);
 }
 
+/* Origin: the waiter an answer's header names, and its status in *status; NULL for a
+ * header cut short. */
+static hx_wait_t *hx_answer_waiter(const void *hdr, size_t hlen, int *status)
+{
+    const rma_hx_reply_t *a = hdr;
+
+    if (hlen < sizeof(*a))
+        return NULL;
+    *status = a->status;
+    return (hx_wait_t *)(uintptr_t)a->cookie;
+}
+
 /* Origin: an answer arrives (inside rma_ucx_progress on this thread). */
 static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
 {
-    const rma_hx_reply_t *a = hdr;
-    hx_wait_t *w;
     int status;
+    hx_wait_t *w = hx_answer_waiter(hdr, hlen, &status);
 
     (void)reply_ep;
-    if (hlen < sizeof(*a))
+    if (w == NULL)
         return;
-    w = (hx_wait_t *)(uintptr_t)a->cookie;
-    status = a->status;
     if (status == 0 && w->dst != NULL) {
         if (len == w->bytes)
             memcpy(w->dst, data, len);
@@ -408,27 +424,20 @@ static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len
     hx_answered(w, status);
 }
 
-/* Origin: the data of a get's answer has landed (or not: rc). */
-static void hx_answer_landed(void *arg, int rc)
-{
-    hx_answered(arg, rc);
-}
-
 /* Origin: an answer whose data comes by rendezvous (a get of one piece into w->dst). */
 static void hx_answer_rndv(const void *hdr, size_t hlen, rma_ucx_rndv_t *rv, size_t len,
                            void *reply_ep)
 {
-    const rma_hx_reply_t *a = hdr;
-    hx_wait_t *w;
     int rc;
+    hx_wait_t *w = hx_answer_waiter(hdr, hlen, &rc);
 
     (void)reply_ep;
-    if (hlen < sizeof(*a))
+    if (w == NULL)
         return;
-    w = (hx_wait_t *)(uintptr_t)a->cookie;
-    rc = a->status != 0 ? a->status : w->dst == NULL || len != w->bytes ? -EPROTO : 0;
+    if (rc == 0 && (w->dst == NULL || len != w->bytes))
+        rc = -EPROTO;
     if (rc == 0)
-        rc = rma_ucx_am_recv(rv, w->dst, len, hx_answer_landed, w);
+        rc = rma_ucx_am_recv(rv, w->dst, len, hx_answered, w);
     if (rc != 0)
         hx_answered(w, rc);
 }
