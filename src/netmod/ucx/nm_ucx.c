@@ -103,6 +103,23 @@ int rma_ucx_serve(void)
     return ux.started ? tw_progress(0) : 0;
 }
 
+int rma_ucx_barrier(MPI_Comm comm)
+{
+    MPI_Request req;
+    int done = 0, spins = 0, rc = PMPI_Ibarrier(comm, &req);
+
+    while (rc == MPI_SUCCESS && (rc = PMPI_Test(&req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS &&
+           !done) {
+        if (tw_progress(0))
+            spins = 0;
+        else if (spins++ < rma_env.spin_count)
+            rma_cpu_relax();
+        else
+            sched_yield(); /* never sleeps: a barrier's latency is not to suffer */
+    }
+    return rc;
+}
+
 void rma_ucx_wait_zero(_Atomic int *count)
 {
     rma_backoff_t bo = RMA_BACKOFF_INIT;
@@ -762,18 +779,11 @@ void rma_ucx_finalize(void)
                 ux.peers[w].ep = NULL;
             }
     }
-    if (rma_env.agent == RMA_AGENT_OFF && mine) {
-        /* nobody else progresses our target worker: do it while the others close */
-        MPI_Request r;
-        int done = 0;
-        PMPI_Ibarrier(MPI_COMM_WORLD, &r);
-        while (!done) {
-            ucp_worker_progress(ux.tw);
-            PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
-        }
-    } else {
+    if (mine) /* our target worker serves the others while they close (RMA_AGENT=off: nobody
+                 else drives it) */
+        rma_ucx_barrier(MPI_COMM_WORLD);
+    else
         PMPI_Barrier(MPI_COMM_WORLD);
-    }
     if (!mine)
         return;
     rma_agent_progress_detach();

@@ -66,6 +66,11 @@ int rma_ucx_progress(void);
  * while. Returns 1 when something happened; 0 at once when UCX is not started. */
 int rma_ucx_serve(void);
 
+/* MPI_Barrier on comm that serves peers' operations (rma_ucx_serve) while it waits, spinning
+ * then yielding, never sleeping: MPI_Ibarrier and a loop that tests it. UCX must be
+ * started. The MPI error code. */
+int rma_ucx_barrier(MPI_Comm comm);
+
 /* Drives the origin worker (backing off) until *count is 0: the answers an active message
  * handler counts down have arrived. */
 void rma_ucx_wait_zero(_Atomic int *count);

@@ -68,6 +68,11 @@ int rma_ucx_serve(void)
     return 0;
 }
 
+int rma_ucx_barrier(MPI_Comm comm)
+{
+    return PMPI_Barrier(comm);
+}
+
 void rma_ucx_am_register(unsigned id, rma_ucx_am_cb_t cb)
 {
 }
