@@ -32,6 +32,9 @@ typedef struct rma_nm_tgt {
     uintptr_t ctl_raddr;              /* target's address of its node's control segment */
     void *ctl_key;                    /* remote key of that segment */
     void *data_key;                   /* remote key of the target's window memory */
+    int data_mapped;                  /* ucx: UCX reaches that memory by a shared mapping
+                                         (rma_ucx_key_mapped): transfers never ask the
+                                         target's agent for help */
     _Atomic int hx_out;               /* host-assisted puts not acknowledged yet (mpid/rma/hx.h) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small puts held back for one request (mpid/rma/hx.h) */
@@ -87,8 +90,8 @@ typedef struct rma_netmod_ops {
     int (*amo)(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr, uint64_t value,
                uint64_t compare, uint64_t *fetched);
     /* Issues an atomic (not CSWAP) whose operand is read from *value, which, like *reply
-     * (the old value, unless NULL), must stay valid until the next flush of t completes
-     * it. 0 or -errno. */
+     * (the old value, unless NULL; not with AND, OR, XOR), must stay valid until the next
+     * flush of t completes it. 0 or -errno. */
     int (*amo_post)(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
                     const void *value, void *reply);
     /* Every operation issued to the target is complete at the target, host-assisted puts

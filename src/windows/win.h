@@ -227,6 +227,8 @@ typedef struct rma_win {
     void *seg; /* control segment mapping (+ data for allocate flavors) */
     size_t seg_len;
     int seg_fd;      /* rank 0: the segment's descriptor, open until free */
+    int seg_ucx;     /* the segment is UCX's allocation (net_ctl): this rank is alone on its
+                        node in the window (win_flavor.c) */
     uint64_t seg_id; /* the control segment's id (pooled by win_flavor.c) */
     int seg_pid;     /* ranks other than the node's leader: the leader's pid */
     int leader;      /* the window rank that made this node's control segment */

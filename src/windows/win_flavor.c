@@ -235,6 +235,29 @@ static void pool_put(const ctl_ent_t *e)
         close(old.fd);
 }
 
+/* A rank alone on its node in the window lets UCX allocate its segment (control words and,
+ * for MPI_Win_allocate, its window memory): nobody maps it with load/store, and UCX's
+ * allocation is memory its transports reach without this process's CPU (System V shared
+ * memory between processes of one machine, registered pages on a NIC), so off-node peers'
+ * puts, gets, atomics, lock words and notifications need no agent. */
+static int win_seg_from_ucx(rma_win_t *win, size_t len, void **addr)
+{
+    rma_ucx_mem_t *m;
+
+    if (!win->net || !rma_env.ucx_alloc || !rma_ucx_started())
+        return 0;
+    for (int t = 0; t < win->nranks; t++)
+        if (t != win->rank && win->targets[t].local)
+            return 0;
+    if ((m = calloc(1, sizeof(*m))) == NULL || rma_ucx_mem_alloc(len, addr, m) != 0) {
+        free(m);
+        return 0; /* librma's own segment will do */
+    }
+    win->net_ctl = m; /* registered already: win_net_setup packs nothing more */
+    win->seg_ucx = 1;
+    return 1;
+}
+
 /* A node's leader: creates the control segment with `data_len` bytes of window data
  * after it. */
 static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc, const char *func)
@@ -242,10 +265,12 @@ static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc,
     rma_ctl_t hdr;
     size_t ctl_len = ctl_layout(&hdr, win->nranks),
            len = round_up(ctl_len + data_len, rma_page_size());
-    ctl_ent_t e;
+    ctl_ent_t e = {NULL, len, 0, -1, 0, 0};
     int rc;
 
-    if (data_len == 0 && pool_take(0, 0, len, &e)) {
+    if (win_seg_from_ucx(win, len, &e.addr)) { /* no descriptor: nobody maps it */
+        memset(e.addr, 0, ctl_len); /* the data is fresh pages (UCX's heap fallback aside) */
+    } else if (data_len == 0 && pool_take(0, 0, len, &e)) {
         memset(e.addr, 0, len);
     } else {
         rc = rma_seg_create(len, NULL, &e.addr, &e.fd);
@@ -330,14 +355,18 @@ static void win_net_release(rma_win_t *win)
             rma_ucx_key_close(nm->data_key);
         rma_ucx_key_close(nm->ctl_key);
         nm->data_key = nm->ctl_key = NULL;
+        nm->data_mapped = 0;
     }
     if (win->net_data != NULL)
         rma_ucx_mem_unmap(win->net_data);
+    free(win->net_data);
+    win->net_data = NULL;
+    if (win->seg_ucx)
+        return; /* the segment itself: freed by win_destroy after its last use */
     if (win->net_ctl != NULL)
         rma_ucx_mem_unmap(win->net_ctl);
-    free(win->net_data);
     free(win->net_ctl);
-    win->net_data = win->net_ctl = NULL;
+    win->net_ctl = NULL;
 }
 
 /* Collective when the window has off-node peers: endpoints (worker addresses travel once
@@ -359,11 +388,13 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
     rc = rma_ucx_connect(comm, win->world, win->nranks, need);
     me.ctl_raddr = (uintptr_t)win->seg;
     me.data_raddr = (uintptr_t)win->base;
-    win->net_ctl = cm = calloc(1, sizeof(*cm));
+    if (win->net_ctl == NULL) /* else: the segment is UCX's allocation, already mapped */
+        win->net_ctl = calloc(1, sizeof(*cm));
+    cm = win->net_ctl;
     if (data != NULL && len > 0)
         win->net_data = dm = calloc(1, sizeof(*dm));
     if (rc != MPI_SUCCESS || cm == NULL || (data != NULL && len > 0 && dm == NULL) ||
-        rma_ucx_mem_map(win->seg, win->seg_len, cm) != 0 ||
+        (!win->seg_ucx && rma_ucx_mem_map(win->seg, win->seg_len, cm) != 0) ||
         (dm != NULL && rma_ucx_mem_map(data, len, dm) != 0))
         me.err = 1;
     if (!me.err) {
@@ -423,8 +454,18 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
         tg->nm.ctl_key = rma_ucx_key_open(&tg->nm, (char *)(in + 1));
         tg->nm.data_key = in->data_len ? rma_ucx_key_open(&tg->nm, (char *)(in + 1) + in->ctl_len)
                                        : tg->nm.ctl_key;
-        if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE)
+        if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE) {
             tg->remote_base = (uintptr_t)in->data_raddr;
+            tg->nm.data_mapped = rma_ucx_key_mapped(tg->nm.data_key, in->ctl_raddr);
+        }
+        if (rma_env.verbose >= 2)
+            fprintf(stderr,
+                    "librma: %s window 0x%x: rank %d reaches rank %d through UCX: control "
+                    "words %s, window memory %s\n",
+                    func, (unsigned)win->handle, win->rank, t,
+                    rma_ucx_key_mapped(tg->nm.ctl_key, in->ctl_raddr) ? "by UCX's shared mapping"
+                                                                      : "by network atomics",
+                    tg->nm.data_mapped ? "by UCX's shared mapping" : "by RDMA or its emulation");
         if (tg->nm.ctl_key == NULL || tg->nm.data_key == NULL)
             rc = rma_err(NULL, func, MPI_ERR_OTHER, "cannot unpack rank %d's UCX remote key", t);
     }
@@ -465,6 +506,10 @@ static void win_destroy(rma_win_t *win)
                        locals - 1};
         pool_put(&e);
         win->seg_fd = -1;
+    } else if (win->seg_ucx) {
+        rma_ucx_mem_unmap(win->net_ctl);
+        free(win->net_ctl);
+        win->net_ctl = NULL;
     } else {
         rma_seg_detach(win->seg, win->seg_len);
     }
@@ -498,11 +543,12 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_CREATE, func);
+    if (rc == MPI_SUCCESS)
+        win_net_begin(win, &me, func);
     if (rc == MPI_SUCCESS && win->rank == win->leader)
         rc = win_ctl_create(win, 0, &me.ctl, func);
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
-    win_net_begin(win, &me, func);
     win->base = base;
     win->size = size;
     win->disp_unit = disp_unit;
@@ -661,12 +707,12 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_DYNAMIC, func);
+    if (rc == MPI_SUCCESS)
+        win_net_begin(win, &me, func);
     if (rc == MPI_SUCCESS && win->rank == win->leader)
         rc = win_ctl_create(win, 0, &me.ctl, func);
-    if (rc == MPI_SUCCESS) {
-        win_net_begin(win, &me, func);
+    if (rc == MPI_SUCCESS)
         rc = win_exchange(win, comm, &me, &all, func);
-    }
     if (rc == MPI_SUCCESS && win->rank != win->leader)
         rc = win_ctl_attach(win, &all[win->leader].ctl, func);
     if (rc == MPI_SUCCESS)

@@ -441,7 +441,8 @@ static int acc_net_elem(acc_op_t *a, uintptr_t ta, const char *o, char *r)
     case RMA_OP_BOR: nop = integer ? RMA_NM_AMO_OR : -1; break;
     case RMA_OP_BXOR: nop = integer ? RMA_NM_AMO_XOR : -1; break;
     }
-    if (nop >= 0 && a->nelem > 1) {
+    if (nop >= 0 && a->nelem > 1 && (r == NULL || nop < RMA_NM_AMO_AND)) {
+        /* (a fetching AND/OR/XOR is a compare-and-swap loop in the netmod: one at a time) */
         /* issued back to back; the flush that ends the call completes them all */
         static const uint64_t zero;
         static __thread uint64_t sink; /* a swap always returns the old value */

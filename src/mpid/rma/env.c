@@ -20,6 +20,7 @@ rma_env_t rma_env = {
     .hx_msg = 64 << 10,
     .aggregate = 4 << 10,
     .rndv = 128 << 10,
+    .ucx_alloc = 1,
 };
 
 static const char *const agent_names[] = {"block", "poll", "off"};
@@ -63,6 +64,7 @@ void rma_env_init(void)
     rma_env.rndv = (size_t)env_long("RMA_RNDV", (long)rma_env.rndv, 0, 1L << 40);
     if (rma_env.rndv > 0 && rma_env.rndv <= rma_env.hx_piece)
         rma_env.rndv = rma_env.hx_piece + 1;
+    rma_env.ucx_alloc = (int)env_long("RMA_ALLOC_UCX", rma_env.ucx_alloc, 0, 1);
     const char *c = getenv("RMA_AGENT_CPU");
     if (c != NULL && *c != '\0') {
         if (strcmp(c, "auto") == 0)
@@ -144,4 +146,9 @@ void rma_env_print(FILE *out)
             "(one RDMA read on a NIC) between the origin's buffer and window memory; smaller "
             "ones are UCX RMA; 0: never\n",
             rma_env.rndv);
+    fprintf(out,
+            "RMA_ALLOC_UCX=%d        a rank with no other rank of its node in a window lets UCX "
+            "allocate its control words and MPI_Win_allocate memory, which UCX's transports "
+            "reach without this process's CPU (1), or allocates them itself (0)\n",
+            rma_env.ucx_alloc);
 }

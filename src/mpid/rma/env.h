@@ -23,6 +23,8 @@ typedef struct rma_env {
     size_t aggregate; /* RMA_AGGREGATE: bytes of small puts to one target sent as one request */
     size_t rndv;      /* RMA_RNDV: off-node contiguous pieces of at least this many bytes go by
                          rendezvous to the target's agent; 0: never */
+    int ucx_alloc;    /* RMA_ALLOC_UCX: a rank alone on its node lets UCX allocate its window
+                         segment */
 } rma_env_t;
 
 /* RMA_AGENT=block: the agent sleeps on the target worker's event descriptor and polls for

@@ -518,12 +518,17 @@ int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
 
 /* ------------------------------------------------------------------ memory and keys */
 
-int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem)
+/* One ucp_mem_map: registers [*base, +len), or with UCP_MEM_MAP_ALLOCATE lets UCX allocate
+ * the memory (then *base gets its address); packs the remote key. */
+static int mem_map(void **base, size_t len, unsigned flags, rma_ucx_mem_t *mem)
 {
-    ucp_mem_map_params_t mp = {.field_mask =
-                                   UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
-                               .address = base,
-                               .length = len ? len : 1};
+    ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                                             UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                                             UCP_MEM_MAP_PARAM_FIELD_FLAGS,
+                               .address = *base,
+                               .length = len ? len : 1,
+                               .flags = flags};
+    ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
     ucp_mem_h memh;
     ucs_status_t st;
 
@@ -531,7 +536,12 @@ int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem)
     st = ucp_mem_map(ux.ctx, &mp, &memh);
     if (st != UCS_OK)
         return status_errno(st);
-    st = ucp_rkey_pack(ux.ctx, memh, &mem->blob, &mem->blob_len);
+    if (flags & UCP_MEM_MAP_ALLOCATE) {
+        st = ucp_mem_query(memh, &attr);
+        *base = attr.address;
+    }
+    if (st == UCS_OK)
+        st = ucp_rkey_pack(ux.ctx, memh, &mem->blob, &mem->blob_len);
     if (st != UCS_OK) {
         ucp_mem_unmap(ux.ctx, memh);
         return status_errno(st);
@@ -540,8 +550,60 @@ int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem)
     return 0;
 }
 
+int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem)
+{
+    return mem_map(&base, len, 0, mem);
+}
+
+/* Small allocations freed, for the next allocation of their length: a control segment
+ * per window, freed with the window, is the common case. Reuse is safe because a window's
+ * memory is no longer accessed once MPI_Win_free's barrier is over. */
+#define MEM_POOL         8
+#define MEM_POOL_MAX_LEN (256u << 10)
+static rma_ucx_mem_t mem_pool[MEM_POOL];
+static int mem_npool;
+
+int rma_ucx_mem_alloc(size_t len, void **base, rma_ucx_mem_t *mem)
+{
+    int rc, found = 0;
+
+    pthread_mutex_lock(&ux.lock);
+    for (int i = 0; i < mem_npool && !found; i++)
+        if (mem_pool[i].len == len) {
+            *mem = mem_pool[i];
+            mem_pool[i] = mem_pool[--mem_npool];
+            found = 1;
+        }
+    pthread_mutex_unlock(&ux.lock);
+    if (found) {
+        memset(mem->addr, 0, len);
+        *base = mem->addr;
+        return 0;
+    }
+    *base = NULL;
+    rc = mem_map(base, len, UCP_MEM_MAP_ALLOCATE, mem);
+    if (rc == 0) {
+        mem->addr = *base;
+        mem->len = len;
+    }
+    return rc;
+}
+
 void rma_ucx_mem_unmap(rma_ucx_mem_t *mem)
 {
+    if (mem->addr != NULL && mem->len <= MEM_POOL_MAX_LEN) {
+        int kept = 0;
+        pthread_mutex_lock(&ux.lock);
+        if (ux.started && mem_npool < MEM_POOL) {
+            mem_pool[mem_npool++] = *mem;
+            kept = 1;
+        }
+        pthread_mutex_unlock(&ux.lock);
+        if (kept) {
+            memset(mem, 0, sizeof(*mem));
+            return;
+        }
+    }
     if (mem->blob != NULL)
         ucp_rkey_buffer_release(mem->blob);
     if (mem->memh != NULL)
@@ -560,6 +622,13 @@ void rma_ucx_key_close(void *key)
 {
     if (key != NULL)
         ucp_rkey_destroy(key);
+}
+
+int rma_ucx_key_mapped(void *key, uint64_t raddr)
+{
+    void *p;
+
+    return key != NULL && ucp_rkey_ptr(key, raddr, &p) == UCS_OK;
 }
 
 /* ------------------------------------------------------------------ the ops table */
@@ -602,6 +671,31 @@ static const ucp_atomic_op_t amo_ops[] = {UCP_ATOMIC_OP_ADD,   UCP_ATOMIC_OP_SWA
                                           UCP_ATOMIC_OP_OR,    UCP_ATOMIC_OP_XOR};
 
 static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
+                   uint64_t value, uint64_t compare, uint64_t *fetched);
+
+/* A fetching AND, OR or XOR as a read and a compare-and-swap retried until it lands.
+ * Debian's UCX 1.13.1 computes these three wrongly over its shared-memory transports (its
+ * uct_sm_ep_atomic{32,64}_fetch compares-and-swaps the old value with the operand dropped:
+ * the word is left unchanged, or zeroed for AND), and a NIC often lacks them too (UCX then
+ * emulates them at the target). Non-fetching forms and ADD, SWAP, CSWAP are right. */
+static int amo_fetch_bitwise(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
+                             uint64_t value, uint64_t *fetched)
+{
+    uint64_t old, seen, nv, mask = size == 4 ? UINT32_MAX : UINT64_MAX;
+    int rc = ucx_amo(t, key, RMA_NM_AMO_ADD, size, raddr, 0, 0, &old);
+
+    while (rc == 0) {
+        nv = op == RMA_NM_AMO_AND ? old & value : op == RMA_NM_AMO_OR ? old | value : old ^ value;
+        rc = ucx_amo(t, key, RMA_NM_AMO_CSWAP, size, raddr, nv & mask, old, &seen);
+        if (rc != 0 || seen == old)
+            break;
+        old = seen;
+    }
+    *fetched = old;
+    return rc;
+}
+
+static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
                    uint64_t value, uint64_t compare, uint64_t *fetched)
 {
     union {
@@ -637,6 +731,8 @@ static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t 
             rma_nm_issued(t);
         return rc;
     }
+    if (op >= RMA_NM_AMO_AND)
+        return amo_fetch_bitwise(t, key, op, size, raddr, value, fetched);
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     p.reply_buffer = &r;
     rc = wait_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], &v, 1, raddr, key, &p));
@@ -652,6 +748,8 @@ static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintp
     int rc;
 
     if (reply != NULL) {
+        if (op >= RMA_NM_AMO_AND) /* see amo_fetch_bitwise */
+            return -EINVAL;
         p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         p.reply_buffer = reply;
     }
@@ -787,6 +885,11 @@ void rma_ucx_finalize(void)
     if (!mine)
         return;
     rma_agent_progress_detach();
+    while (mem_npool > 0) {
+        rma_ucx_mem_t m = mem_pool[--mem_npool];
+        m.addr = NULL; /* really freed */
+        rma_ucx_mem_unmap(&m);
+    }
     free(ux.peers);
     ux.peers = NULL;
     ux.npeers = 0;

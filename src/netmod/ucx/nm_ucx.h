@@ -23,6 +23,8 @@ typedef struct rma_ucx_mem {
     void *memh;
     void *blob; /* packed remote key */
     size_t blob_len;
+    void *addr; /* rma_ucx_mem_alloc: the allocation (kept for reuse when small) */
+    size_t len;
 } rma_ucx_mem_t;
 
 /* 1 when this build has UCX. */
@@ -48,11 +50,23 @@ int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w);
 
 /* Exposes [base, base+len). 0 or -errno. */
 int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem);
+/* Allocates len bytes that UCX exposes (its allocator picks memory its transports reach
+ * without the owner's CPU: System V shared memory between processes of one machine,
+ * registered pages on a NIC); *base gets the address (fresh pages, or a reused allocation
+ * zero-filled). Freed by
+ * rma_ucx_mem_unmap, which keeps a few small allocations for the next ones of their length
+ * (allocating costs ~40 µs, freeing ~250 µs). 0 or -errno. */
+int rma_ucx_mem_alloc(size_t len, void **base, rma_ucx_mem_t *mem);
 void rma_ucx_mem_unmap(rma_ucx_mem_t *mem);
 
 /* Unpacks a remote key blob for the endpoint of t. NULL on failure. */
 void *rma_ucx_key_open(rma_nm_tgt_t *t, const void *blob);
 void rma_ucx_key_close(void *key);
+
+/* 1 when UCX reaches the memory of key at raddr through a shared mapping (its shared-memory
+ * transports, between processes of one machine): a put, get or atomic on it is a copy or
+ * CPU atomic the origin performs, with no work for the owner's CPU. */
+int rma_ucx_key_mapped(void *key, uint64_t raddr);
 
 /* Drives the origin worker, and the target worker too unless the agent is driving it
  * right now (rma_ucx_serve): every librma wait serves this process's peers. Handlers run

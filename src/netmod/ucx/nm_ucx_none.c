@@ -45,6 +45,12 @@ int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem)
     return -ENOTSUP;
 }
 
+int rma_ucx_mem_alloc(size_t len, void **base, rma_ucx_mem_t *mem)
+{
+    *base = NULL;
+    return rma_ucx_mem_map(NULL, len, mem);
+}
+
 void rma_ucx_mem_unmap(rma_ucx_mem_t *mem)
 {
 }
@@ -56,6 +62,11 @@ void *rma_ucx_key_open(rma_nm_tgt_t *t, const void *blob)
 
 void rma_ucx_key_close(void *key)
 {
+}
+
+int rma_ucx_key_mapped(void *key, uint64_t raddr)
+{
+    return 0;
 }
 
 int rma_ucx_progress(void)
