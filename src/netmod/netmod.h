@@ -85,13 +85,16 @@ typedef struct rma_netmod_ops {
     int (*readv)(rma_nm_tgt_t *t, void *key, const struct iovec *local, const struct iovec *remote,
                  int n);
     /* A 4- or 8-byte atomic at raddr: ADD, SWAP, CSWAP (replaces with value when the word
-     * equals compare), AND, OR, XOR. With fetched, waits for the old value; without, only
-     * issues it (not SWAP, CSWAP). 0 or -errno. */
+     * equals compare), AND, OR, XOR. With fetched, waits for the old value (not AND, OR,
+     * XOR: -EINVAL); without, only issues it (not SWAP, CSWAP). 0 or -errno. Callers fetch
+     * an AND, OR or XOR with a read and a compare-and-swap loop: Debian's UCX 1.13.1
+     * computes the fetching forms wrongly over its shared-memory transports (its
+     * uct_sm_ep_atomic{32,64}_fetch drops the operand), and NICs rarely have them. */
     int (*amo)(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr, uint64_t value,
                uint64_t compare, uint64_t *fetched);
     /* Issues an atomic (not CSWAP) whose operand is read from *value, which, like *reply
-     * (the old value, unless NULL; not with AND, OR, XOR), must stay valid until the next
-     * flush of t completes it. 0 or -errno. */
+     * (the old value, unless NULL; not with AND, OR, XOR: -EINVAL), must stay valid until
+     * the next flush of t completes it. 0 or -errno. */
     int (*amo_post)(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
                     const void *value, void *reply);
     /* Every operation issued to the target is complete at the target, host-assisted puts

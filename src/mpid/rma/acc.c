@@ -421,6 +421,7 @@ static int acc_net_elem(acc_op_t *a, uintptr_t ta, const char *o, char *r)
     void *key = rma_tspan_key(&a->span, ta);
     unsigned es = (unsigned)a->esize;
     int integer = a->akind >= RMA_AK_S32 && a->akind <= RMA_AK_U64, nop = -1, rc;
+    int bitwise = integer && a->nelem > 1 && r == NULL; /* fetching: the loop below (netmod.h) */
     uint64_t v = 0, old = 0, seen, nv;
 
     if (o != NULL)
@@ -437,12 +438,11 @@ static int acc_net_elem(acc_op_t *a, uintptr_t ta, const char *o, char *r)
     case RMA_OP_NO_OP: nop = RMA_NM_AMO_ADD, v = 0; break;
     case RMA_OP_REPLACE: nop = RMA_NM_AMO_SWAP; break;
     case RMA_OP_SUM: nop = integer ? RMA_NM_AMO_ADD : -1; break;
-    case RMA_OP_BAND: nop = integer ? RMA_NM_AMO_AND : -1; break;
-    case RMA_OP_BOR: nop = integer ? RMA_NM_AMO_OR : -1; break;
-    case RMA_OP_BXOR: nop = integer ? RMA_NM_AMO_XOR : -1; break;
+    case RMA_OP_BAND: nop = bitwise ? RMA_NM_AMO_AND : -1; break;
+    case RMA_OP_BOR: nop = bitwise ? RMA_NM_AMO_OR : -1; break;
+    case RMA_OP_BXOR: nop = bitwise ? RMA_NM_AMO_XOR : -1; break;
     }
-    if (nop >= 0 && a->nelem > 1 && (r == NULL || nop < RMA_NM_AMO_AND)) {
-        /* (a fetching AND/OR/XOR is a compare-and-swap loop in the netmod: one at a time) */
+    if (nop >= 0 && a->nelem > 1) {
         /* issued back to back; the flush that ends the call completes them all */
         static const uint64_t zero;
         static __thread uint64_t sink; /* a swap always returns the old value */

@@ -671,31 +671,6 @@ static const ucp_atomic_op_t amo_ops[] = {UCP_ATOMIC_OP_ADD,   UCP_ATOMIC_OP_SWA
                                           UCP_ATOMIC_OP_OR,    UCP_ATOMIC_OP_XOR};
 
 static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
-                   uint64_t value, uint64_t compare, uint64_t *fetched);
-
-/* A fetching AND, OR or XOR as a read and a compare-and-swap retried until it lands.
- * Debian's UCX 1.13.1 computes these three wrongly over its shared-memory transports (its
- * uct_sm_ep_atomic{32,64}_fetch compares-and-swaps the old value with the operand dropped:
- * the word is left unchanged, or zeroed for AND), and a NIC often lacks them too (UCX then
- * emulates them at the target). Non-fetching forms and ADD, SWAP, CSWAP are right. */
-static int amo_fetch_bitwise(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
-                             uint64_t value, uint64_t *fetched)
-{
-    uint64_t old, seen, nv, mask = size == 4 ? UINT32_MAX : UINT64_MAX;
-    int rc = ucx_amo(t, key, RMA_NM_AMO_ADD, size, raddr, 0, 0, &old);
-
-    while (rc == 0) {
-        nv = op == RMA_NM_AMO_AND ? old & value : op == RMA_NM_AMO_OR ? old | value : old ^ value;
-        rc = ucx_amo(t, key, RMA_NM_AMO_CSWAP, size, raddr, nv & mask, old, &seen);
-        if (rc != 0 || seen == old)
-            break;
-        old = seen;
-    }
-    *fetched = old;
-    return rc;
-}
-
-static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
                    uint64_t value, uint64_t compare, uint64_t *fetched)
 {
     union {
@@ -731,8 +706,8 @@ static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t 
             rma_nm_issued(t);
         return rc;
     }
-    if (op >= RMA_NM_AMO_AND)
-        return amo_fetch_bitwise(t, key, op, size, raddr, value, fetched);
+    if (op >= RMA_NM_AMO_AND) /* not fetched (netmod.h) */
+        return -EINVAL;
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     p.reply_buffer = &r;
     rc = wait_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], &v, 1, raddr, key, &p));
@@ -748,7 +723,7 @@ static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintp
     int rc;
 
     if (reply != NULL) {
-        if (op >= RMA_NM_AMO_AND) /* see amo_fetch_bitwise */
+        if (op >= RMA_NM_AMO_AND) /* not fetched (netmod.h) */
             return -EINVAL;
         p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         p.reply_buffer = reply;
