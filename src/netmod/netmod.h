@@ -35,6 +35,8 @@ typedef struct rma_nm_tgt {
     int data_mapped;                  /* ucx: UCX reaches that memory by a shared mapping
                                          (rma_ucx_key_mapped): transfers never ask the
                                          target's agent for help */
+    int dev_amo;                      /* ucx: the endpoint has a network device's atomics,
+                                         which complete without the target's CPU */
     _Atomic int hx_out;               /* host-assisted puts not acknowledged yet (mpid/rma/hx.h) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small puts held back for one request (mpid/rma/hx.h) */

@@ -645,6 +645,17 @@ static int span_has_atomic(const acc_op_t *a)
     return 0;
 }
 
+/* 1 when the network atomics of an off-node target complete without its CPU: UCX reaches
+ * its window memory by a shared mapping, or through a network device's atomics. Otherwise
+ * UCX emulates each atomic with active messages that the target's worker serves (tcp), and
+ * a one-element call (a read of its stripe word, then the atomic: two round trips through
+ * the target's worker) is cheaper as one request that the agent applies (doc/atomicity.md
+ * §6). */
+static int amo_direct(const rma_nm_tgt_t *nm)
+{
+    return nm->data_mapped || nm->dev_amo;
+}
+
 /* The element at the target buffer's start takes one CPU atomic (one-element calls that
  * do so take no stripe). */
 static int acc_single_atomic(const acc_op_t *a, MPI_Datatype ttype)
@@ -841,7 +852,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * that one CPU atomic updates, it holds the stripes of its whole target buffer, and
      * still updates each element with that element's mechanism, so that one-element calls
      * taking no stripe stay atomic with respect to it. */
-    if (!win->targets[trank].local && rma_env.hx_piece > 0 && !acc_single_atomic(a, ttype) &&
+    if (!win->targets[trank].local && rma_env.hx_piece > 0 &&
+        (!acc_single_atomic(a, ttype) || !amo_direct(&win->targets[trank].nm)) &&
         a->bd->size == a->bd->true_extent && (rc = acc_hx(a)) != -ENOSPC)
         goto done; /* elements of a pair type with a hole (MPI_SHORT_INT) stay here */
     rc = 0;
