@@ -21,7 +21,7 @@
 
 typedef struct peer {
     ucp_ep_h ep;
-    int dev_amo; /* -1: not known yet; 1: its atomic lanes include a network device's */
+    int dev_amo; /* 1: its atomic lanes include a network device's (ep_dev_amo) */
 } peer_t;
 
 static struct {
@@ -388,7 +388,11 @@ static int tls_may_include_tcp(void)
 
     if (tls == NULL)
         tls = getenv("UCX_TLS");
-    return tls == NULL || tls[0] == '^' || strstr(tls, "tcp") != NULL || strstr(tls, "all");
+    if (tls == NULL)
+        return 1;
+    if (tls[0] == '^') /* a list of transports left out */
+        return strstr(tls, "tcp") == NULL;
+    return strstr(tls, "tcp") != NULL || strstr(tls, "all") != NULL;
 }
 
 static ucp_worker_h worker_new(ucs_thread_mode_t mode)
@@ -483,12 +487,47 @@ int rma_ucx_has_ep(int w)
     return w >= 0 && w < ux.npeers && ux.peers[w].ep != NULL;
 }
 
+/* 1 when one of ep's atomic lanes is a network device's: its atomics on registered memory
+ * complete without the target's CPU. UCX 1.13 has no query for an endpoint's lanes, so
+ * this reads the lane table ucp_ep_print_info prints ("lane[0]: 3:sysv/memory.0 md[2] ->
+ * ... amo#0 am"). The shared-memory transports' atomic lanes reach only memory UCX
+ * allocated (rma_ucx_key_mapped tells that apart); without an atomic lane (tcp) UCX
+ * emulates atomics with active messages that the target's worker serves. */
+static int ep_dev_amo(ucp_ep_h ep)
+{
+    static const char *const shm[] = {"sysv/", "posix/", "xpmem/", "knem/", "cma/", "self/"};
+    char *text = NULL, *line, *save = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int dev = 0;
+
+    if (f == NULL)
+        return 0;
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    for (line = strtok_r(text, "\n", &save); line != NULL && !dev;
+         line = strtok_r(NULL, "\n", &save)) {
+        const char *tl = strstr(line, "lane[");
+        int is_shm = 0;
+        if (tl == NULL || strstr(line, " amo#") == NULL || (tl = strchr(tl, ':')) == NULL ||
+            (tl = strchr(tl + 1, ':')) == NULL)
+            continue;
+        for (size_t i = 0; i < sizeof(shm) / sizeof(shm[0]); i++)
+            is_shm |= strncmp(tl + 1, shm[i], strlen(shm[i])) == 0;
+        dev = !is_shm;
+    }
+    free(text);
+    return dev;
+}
+
 static int ep_create(int w, const ucp_address_t *addr)
 {
     ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = addr};
 
-    ux.peers[w].dev_amo = -1;
-    return ucp_ep_create(ux.ow, &ep, &ux.peers[w].ep) == UCS_OK ? 0 : -1;
+    if (ucp_ep_create(ux.ow, &ep, &ux.peers[w].ep) != UCS_OK)
+        return -1;
+    ux.peers[w].dev_amo = ep_dev_amo(ux.peers[w].ep); /* the lanes are chosen at creation */
+    return 0;
 }
 
 int rma_ucx_connect(MPI_Comm comm, const int *world, int n, int need)
@@ -526,48 +565,11 @@ int rma_ucx_connect(MPI_Comm comm, const int *world, int n, int need)
     return rc;
 }
 
-/* 1 when one of ep's atomic lanes is a network device's: its atomics on registered memory
- * complete without the target's CPU. UCX 1.13 has no query for an endpoint's lanes, so
- * this reads the lane table ucp_ep_print_info prints ("lane[0]: 3:sysv/memory.0 md[2] ->
- * ... amo#0 am"). The shared-memory transports' atomic lanes reach only memory UCX
- * allocated (rma_ucx_key_mapped tells that apart); without an atomic lane (tcp) UCX
- * emulates atomics with active messages that the target's worker serves. */
-static int ep_dev_amo(ucp_ep_h ep)
-{
-    static const char *const shm[] = {"sysv/", "posix/", "xpmem/", "knem/", "cma/", "self/"};
-    char *text = NULL, *line, *save = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    int dev = 0;
-
-    if (f == NULL)
-        return 0;
-    ucp_ep_print_info(ep, f);
-    fclose(f);
-    for (line = strtok_r(text, "\n", &save); line != NULL && !dev;
-         line = strtok_r(NULL, "\n", &save)) {
-        const char *tl = strstr(line, "lane[");
-        int is_shm = 0;
-        if (tl == NULL || strstr(line, " amo#") == NULL || (tl = strchr(tl, ':')) == NULL ||
-            (tl = strchr(tl + 1, ':')) == NULL)
-            continue;
-        for (size_t i = 0; i < sizeof(shm) / sizeof(shm[0]); i++)
-            is_shm |= strncmp(tl + 1, shm[i], strlen(shm[i])) == 0;
-        dev = !is_shm;
-    }
-    free(text);
-    return dev;
-}
-
 int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
 {
     if (!rma_ucx_has_ep(w))
         return -ENOTCONN;
-    pthread_mutex_lock(&ux.lock);
-    if (ux.peers[w].dev_amo < 0)
-        ux.peers[w].dev_amo = ep_dev_amo(ux.peers[w].ep);
     t->dev_amo = ux.peers[w].dev_amo;
-    pthread_mutex_unlock(&ux.lock);
     t->ops = &rma_nm_ucx_ops;
     t->ep = ux.peers[w].ep;
     t->world = w;
