@@ -37,6 +37,9 @@ typedef struct rma_nm_tgt {
                                          target's agent for help */
     int dev_amo;                      /* ucx: the endpoint has a network device's atomics,
                                          which complete without the target's CPU */
+    int ordered;                      /* ucx: the target applies this process's puts, gets
+                                         and atomics in the order they were issued (UCX
+                                         emulates them over one tcp stream): see order */
     _Atomic int hx_out;               /* host-assisted puts not acknowledged yet (mpid/rma/hx.h) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small puts held back for one request (mpid/rma/hx.h) */
@@ -103,6 +106,12 @@ typedef struct rma_netmod_ops {
      * included (the puts held back in agg are sent first, and every acknowledgement
      * arrived). 0 or -errno. */
     int (*flush)(rma_nm_tgt_t *t);
+    /* Every operation issued to the target takes effect there before any issued after this
+     * call: without a round trip when the transport applies them in issue order (t->ordered)
+     * and no host-assisted put waits for its acknowledgement, else by a flush. What follows
+     * (the release of a lock word, a fence or PSCW notification) then needs only one flush
+     * to complete both. 0 or -errno. */
+    int (*order)(rma_nm_tgt_t *t);
     /* The same, without waiting: flush_start begins it (*req: what flush_test needs, or
      * NULL); flush_test drives the transport once and returns 1 while it is not over (2
      * when the transport moved something in the call), then 0 or -errno (*req is released

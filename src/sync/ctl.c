@@ -27,13 +27,15 @@ int rma_ctl_net_amo(rma_win_t *win, int t, size_t off, int op, unsigned size, ui
     return rc;
 }
 
-int rma_ctl_flush_all(rma_win_t *win, int *failed)
+int rma_ctl_flush_all_but(rma_win_t *win, int via, int *failed)
 {
     /* cleared first: an operation issued from here on sets it again (rma_win_net_issued) */
     if (!atomic_exchange_explicit(&win->net_dirty, 0, memory_order_acq_rel))
         return 0;
+    if (via >= 0 && rma_nm_pending(&win->targets[via].nm))
+        rma_win_net_issued(win); /* via is left to its notification */
     for (int t = 0; t < win->nranks; t++) {
-        int rc = rma_ctl_flush(win, t);
+        int rc = t == via ? 0 : rma_ctl_flush(win, t);
         if (rc != 0) {
             *failed = t;
             rma_win_net_issued(win); /* the targets after t were not looked at */
@@ -41,6 +43,38 @@ int rma_ctl_flush_all(rma_win_t *win, int *failed)
         }
     }
     return 0;
+}
+
+int rma_ctl_flush_all(rma_win_t *win, int *failed)
+{
+    return rma_ctl_flush_all_but(win, -1, failed);
+}
+
+int rma_ctl_order(rma_win_t *win, int t)
+{
+    rma_nm_tgt_t *nm = &win->targets[t].nm;
+
+    if (!rma_nm_pending(nm))
+        return 0;
+    /* ordered: sends what aggregation holds back; flushes while a host-assisted put waits */
+    return nm->ordered ? nm->ops->order(nm) : nm->ops->flush(nm);
+}
+
+int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v)
+{
+    rma_nm_tgt_t *nm = &win->targets[t].nm;
+    unsigned seen;
+    uint64_t old;
+    int rc;
+
+    if (!nm->ordered) {
+        rc = rma_ctl_add(win, t, off, v);
+        return rc != 0 ? rc : rma_ctl_flush(win, t);
+    }
+    seen = atomic_load_explicit(&nm->issued, memory_order_acquire);
+    if ((rc = rma_ctl_fadd(win, t, off, v, &old)) == 0)
+        rma_nm_flushed(nm, seen); /* the reply came after all of them took effect */
+    return rc;
 }
 
 int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc)

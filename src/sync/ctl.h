@@ -141,6 +141,30 @@ static inline int rma_ctl_flush(rma_win_t *win, int t)
  * the unreachable target in *failed. */
 int rma_ctl_flush_all(rma_win_t *win, int *failed);
 
+/* The same, except for target via, whose operations a notification completes next. */
+int rma_ctl_flush_all_but(rma_win_t *win, int via, int *failed);
+
+/* Notifications: an unlock's release, a fence arrival, a PSCW completion. A target must see
+ * one only after every operation this process issued to it took effect, and the
+ * notification must be there when the call returns (nothing may drive our network later).
+ * Where t's transport keeps issue order (netmod.h order) the add goes right behind the
+ * operations and fetches, and its reply completes both: one round trip; elsewhere it is a
+ * flush, the add and a flush.
+ *
+ * rma_ctl_order: what was issued to t takes effect before whatever is issued to t next
+ * (a flush, or nothing but sending what aggregation holds back where order is kept).
+ * rma_ctl_signal: word += v at t, complete there on return with everything ordered before.
+ * rma_ctl_notify: both. 0 or -errno. */
+int rma_ctl_order(rma_win_t *win, int t);
+int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v);
+
+static inline int rma_ctl_notify(rma_win_t *win, int t, size_t off, uint64_t v)
+{
+    int rc = rma_ctl_order(win, t);
+
+    return rc != 0 ? rc : rma_ctl_signal(win, t, off, v);
+}
+
 /* Raises MPI_ERR_OTHER on the window for a network call to target t that failed with rc. */
 int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc);
 

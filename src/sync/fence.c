@@ -8,19 +8,36 @@
 
 /* Barrier on the control segments. Every rank publishes its barrier count on its own cache
  * line of its node's segment, and adds one to its line in every other node's segment (a
- * network atomic to one rank of each node, issued after its operations are complete
- * there); then it waits until every rank's count in its own node's segment reaches it: one
- * store, one atomic per other node and n-1 local reads, no contended read-modify-write.
- * Large single-node groups: a central counter, whose last arrival advances the round the
- * others wait on. */
+ * network atomic through one rank of each node, which takes effect after our operations
+ * there: barrier_order); then it waits until every rank's count in its own node's segment
+ * reaches it: one store, one atomic per other node and n-1 local reads, no contended
+ * read-modify-write. Large single-node groups: a central counter, whose last arrival
+ * advances the round the others wait on. */
 #define FLAG_BARRIER_MAX 32
 
-/* Every operation to off-node targets is complete there. 0 or the error raised. */
-static int barrier_flush(rma_win_t *win, const char *func)
+/* Our arrival may count on another node only once our operations there took effect. The
+ * first target of that node with operations outstanding carries the arrival, a
+ * notification that completes them (rma_ctl_notify: one round trip where the transport
+ * keeps issue order); every other target is flushed first. win->via[i]: the carrier to
+ * node i, or -1 when we issued nothing there (its first rank carries it). */
+static int barrier_order(rma_win_t *win, const char *func)
 {
-    int t = 0, rc = rma_ctl_flush_all(win, &t);
-
-    return rc == 0 ? MPI_SUCCESS : rma_ctl_fail(win, func, t, rc);
+    for (int i = 0; i < win->nreps; i++)
+        win->via[i] = -1;
+    if (!atomic_exchange_explicit(&win->net_dirty, 0, memory_order_acq_rel))
+        return MPI_SUCCESS;
+    rma_win_net_issued(win); /* the carriers' operations are left to the notifications */
+    for (int t = 0; t < win->nranks; t++) {
+        rma_target_t *tg = &win->targets[t];
+        int rc = 0;
+        if (!rma_nm_pending(&tg->nm))
+            continue;
+        if (!tg->local && win->via[tg->node] < 0)
+            win->via[tg->node] = t;
+        else if ((rc = rma_ctl_flush(win, t)) != 0)
+            return rma_ctl_fail(win, func, t, rc);
+    }
+    return MPI_SUCCESS;
 }
 
 int rma_sync_barrier(rma_win_t *win)
@@ -31,19 +48,17 @@ int rma_sync_barrier(rma_win_t *win)
     int rc;
 
     if (win->nranks <= FLAG_BARRIER_MAX || win->nreps > 0) {
-        if (win->net && (rc = barrier_flush(win, "MPI_Win_fence")) != MPI_SUCCESS)
+        if (win->net && (rc = barrier_order(win, "MPI_Win_fence")) != MPI_SUCCESS)
             return rc;
         atomic_store_explicit(&rma_ctl_rank(ctl, win->rank)->bar_epoch, epoch,
                               memory_order_release);
         for (int i = 0; i < win->nreps; i++) {
-            int r = win->reps[i];
-            rc = rma_ctl_add(win, r, RMA_CTL_OFF(win, win->rank, bar_epoch), 1);
+            int r = win->via[i] >= 0 ? win->via[i] : win->reps[i];
+            /* complete on return: we may leave first and never progress again */
+            rc = rma_ctl_notify(win, r, RMA_CTL_OFF(win, win->rank, bar_epoch), 1);
             if (rc != 0)
                 return rma_ctl_fail(win, "MPI_Win_fence", r, rc);
         }
-        /* our arrivals must land even if we leave first and never progress again */
-        if (win->nreps > 0 && (rc = barrier_flush(win, "MPI_Win_fence")) != MPI_SUCCESS)
-            return rc;
         for (int t = 0; t < win->nranks; t++) {
             _Atomic uint64_t *e = &rma_ctl_rank(ctl, t)->bar_epoch;
             while (atomic_load_explicit(e, memory_order_acquire) < epoch) {

@@ -100,25 +100,25 @@ static int lock_acquire(rma_win_t *win, int rank, int lock_type)
     return lock_exclusive(win, rank);
 }
 
-/* Releases a lock; operations to the target are complete there first. */
+/* Releases a lock; operations to the target take effect there first. */
 static int lock_release(rma_win_t *win, int rank, int lock_type)
 {
-    int rc = rma_ctl_flush(win, rank);
+    int rc;
 
-    if (rc != 0)
-        return rc;
-    if (lock_type == MPI_LOCK_SHARED) {
-        rc = rma_ctl_add(win, rank, LOCK_OFF(win, rank), NEG(1));
-    } else {
-        /* exclusive release subtracts its bit: shared lockers may be passing through */
-        rc = rma_ctl_add(win, rank, LOCK_OFF(win, rank), NEG(RMA_LOCK_EXCL));
-        if (rc == 0)
-            rc = rma_ctl_add(win, 0, LOCKG_OFF(win), NEG(RMA_LOCKG_EXCL));
-        if (rc == 0)
-            rc = rma_ctl_flush(win, 0);
+    if (lock_type == MPI_LOCK_SHARED)
+        return rma_ctl_notify(win, rank, LOCK_OFF(win, rank), NEG(1));
+    /* exclusive release subtracts its bit (shared lockers may be passing through), then
+     * our count at the global word, after which lock_all epochs reach the target: our
+     * operations there must have taken effect by then */
+    if (rank != 0) {
+        rc = rma_ctl_notify(win, rank, LOCK_OFF(win, rank), NEG(RMA_LOCK_EXCL));
+        return rc != 0 ? rc : rma_ctl_notify(win, 0, LOCKG_OFF(win), NEG(RMA_LOCKG_EXCL));
     }
-    /* the release must arrive before we return: nothing may progress our network later */
-    return rc != 0 ? rc : rma_ctl_flush(win, rank);
+    /* both words at rank 0: one completion covers them */
+    if ((rc = rma_ctl_order(win, 0)) != 0 ||
+        (rc = rma_ctl_add(win, 0, LOCK_OFF(win, 0), NEG(RMA_LOCK_EXCL))) != 0)
+        return rc;
+    return rma_ctl_signal(win, 0, LOCKG_OFF(win), NEG(RMA_LOCKG_EXCL));
 }
 
 static int lock_all_acquire(rma_win_t *win)
@@ -136,11 +136,9 @@ static int flush_net_all(rma_win_t *win)
 
 static int lock_all_release(rma_win_t *win)
 {
-    int rc = flush_net_all(win);
+    int t, rc = rma_ctl_flush_all_but(win, 0, &t);
 
-    if (rc == 0)
-        rc = rma_ctl_add(win, 0, LOCKG_OFF(win), NEG(1));
-    return rc != 0 ? rc : rma_ctl_flush(win, 0);
+    return rc != 0 ? rc : rma_ctl_notify(win, 0, LOCKG_OFF(win), NEG(1));
 }
 
 /* ------------------------------------------------------------------ threads

@@ -134,12 +134,8 @@ int rma_complete(rma_win_t *win)
         int t = win->start_ranks[i], nrc;
         if (win->targets[t].start_pending)
             rma_pscw_wait_post(win, t);
-        /* the target counts us once our operations are complete there */
-        nrc = rma_ctl_flush(win, t);
-        if (nrc == 0)
-            nrc = rma_ctl_add(win, t, RMA_CTL_OFF(win, t, complete_cnt), 1);
-        if (nrc == 0 && !win->targets[t].local)
-            nrc = rma_ctl_flush(win, t);
+        /* the target counts us once our operations took effect there */
+        nrc = rma_ctl_notify(win, t, RMA_CTL_OFF(win, t, complete_cnt), 1);
         if (nrc != 0 && rc == MPI_SUCCESS)
             rc = rma_ctl_fail(win, "MPI_Win_complete", t, nrc);
         win->targets[t].access = 0;

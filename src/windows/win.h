@@ -169,6 +169,7 @@ typedef struct rma_target {
     char *map_local;      /* ... here, starting at map_local (NULL: nothing mapped) */
     int pid;              /* target process (CMA) */
     int local;            /* same node: its control words are mapped here */
+    int node;             /* off node: its node's index in win->reps */
     rma_nm_tgt_t nm;      /* how bytes and words not mapped here reach it (netmod.h) */
     int lock_holders;     /* threads of ours inside MPI_Win_lock epochs on this target */
     uint64_t expose_seen; /* create windows: the target's expose_seq mapped here */
@@ -235,6 +236,7 @@ typedef struct rma_win {
     int *world;      /* MPI_COMM_WORLD rank of each window rank */
     int *reps;       /* one rank of each other node (fence arrivals go there) */
     int nreps;
+    int *via;                  /* fence: the rank of each other node that carries our arrival */
     void *net_ctl;             /* UCX registration of the control segment (rma_ucx_mem_t) */
     void *net_data;            /* ... and of the window memory when it is not in it */
     struct rma_memreg *expose; /* create flavor: registered region holding base, or NULL */

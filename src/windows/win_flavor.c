@@ -86,9 +86,10 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     win->start_ranks = calloc((size_t)win->nranks, sizeof(*win->start_ranks));
     win->world = calloc((size_t)win->nranks, sizeof(*win->world));
     win->reps = calloc((size_t)win->nranks, sizeof(*win->reps));
+    win->via = calloc((size_t)win->nranks, sizeof(*win->via));
     node = calloc((size_t)win->nranks, sizeof(*node));
     if (win->targets == NULL || win->post_seen == NULL || win->start_ranks == NULL ||
-        win->world == NULL || win->reps == NULL || node == NULL) {
+        win->world == NULL || win->reps == NULL || win->via == NULL || node == NULL) {
         free(node);
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory for %d targets", win->nranks);
     }
@@ -101,16 +102,20 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     }
     win->leader = -1;
     for (int t = 0; t < win->nranks; t++) {
-        int first = 1;
-        win->targets[t].local = node[t] == node[win->rank];
-        win->targets[t].nm.world = win->world[t];
-        if (win->targets[t].local && win->leader < 0)
+        rma_target_t *tg = &win->targets[t];
+        int u = 0;
+        tg->local = node[t] == node[win->rank];
+        tg->nm.world = win->world[t];
+        if (tg->local && win->leader < 0)
             win->leader = t;
-        win->net |= !win->targets[t].local;
-        for (int u = 0; u < t && first; u++)
-            first = node[u] != node[t];
-        if (first && !win->targets[t].local)
+        win->net |= !tg->local;
+        while (node[u] != node[t])
+            u++;
+        if (tg->local)
+            continue;
+        if (u == t)
             win->reps[win->nreps++] = t; /* the first rank of another node */
+        tg->node = u == t ? win->nreps - 1 : win->targets[u].node;
     }
     free(node);
     return MPI_SUCCESS;
@@ -461,11 +466,14 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
         if (rma_env.verbose >= 2)
             fprintf(stderr,
                     "librma: %s window 0x%x: rank %d reaches rank %d through UCX: control "
-                    "words %s, window memory %s\n",
+                    "words %s, window memory %s%s\n",
                     func, (unsigned)win->handle, win->rank, t,
                     rma_ucx_key_mapped(tg->nm.ctl_key, in->ctl_raddr) ? "by UCX's shared mapping"
                                                                       : "by network atomics",
-                    tg->nm.data_mapped ? "by UCX's shared mapping" : "by RDMA or its emulation");
+                    tg->nm.data_mapped ? "by UCX's shared mapping" : "by RDMA or its emulation",
+                    tg->nm.ordered ? "; operations take effect in issue order (one round trip "
+                                     "per notification)"
+                                   : "");
         if (tg->nm.ctl_key == NULL || tg->nm.data_key == NULL)
             rc = rma_err(NULL, func, MPI_ERR_OTHER, "cannot unpack rank %d's UCX remote key", t);
     }
@@ -522,6 +530,7 @@ static void win_destroy(rma_win_t *win)
     free(win->start_ranks);
     free(win->world);
     free(win->reps);
+    free(win->via);
     rma_errh_unref(win->errhandler);
     rma_win_delete(win);
 }

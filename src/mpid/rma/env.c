@@ -21,6 +21,7 @@ rma_env_t rma_env = {
     .aggregate = 4 << 10,
     .rndv = 128 << 10,
     .ucx_alloc = 1,
+    .ordered = 1,
 };
 
 static const char *const agent_names[] = {"block", "poll", "off"};
@@ -65,6 +66,7 @@ void rma_env_init(void)
     if (rma_env.rndv > 0 && rma_env.rndv <= rma_env.hx_piece)
         rma_env.rndv = rma_env.hx_piece + 1;
     rma_env.ucx_alloc = (int)env_long("RMA_ALLOC_UCX", rma_env.ucx_alloc, 0, 1);
+    rma_env.ordered = (int)env_long("RMA_ORDERED", rma_env.ordered, 0, 1);
     const char *c = getenv("RMA_AGENT_CPU");
     if (c != NULL && *c != '\0') {
         if (strcmp(c, "auto") == 0)
@@ -151,4 +153,10 @@ void rma_env_print(FILE *out)
             "allocate its control words and MPI_Win_allocate memory, which UCX's transports "
             "reach without this process's CPU (1), or allocates them itself (0)\n",
             rma_env.ucx_alloc);
+    fprintf(out,
+            "RMA_ORDERED=%d          an unlock, fence or MPI_Win_complete to an off-node target "
+            "whose transport applies operations in issue order (UCX over tcp) sends its "
+            "notification right behind the operations and flushes once (1), or flushes before "
+            "it too (0)\n",
+            rma_env.ordered);
 }

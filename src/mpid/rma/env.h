@@ -25,6 +25,8 @@ typedef struct rma_env {
                          rendezvous to the target's agent; 0: never */
     int ucx_alloc;    /* RMA_ALLOC_UCX: a rank alone on its node lets UCX allocate its window
                          segment */
+    int ordered;      /* RMA_ORDERED: a notification (unlock, fence, complete) to a target whose
+                         transport keeps issue order follows its operations without a flush */
 } rma_env_t;
 
 /* RMA_AGENT=block: the agent sleeps on the target worker's event descriptor and polls for

@@ -21,7 +21,8 @@
 
 typedef struct peer {
     ucp_ep_h ep;
-    int dev_amo; /* 1: its atomic lanes include a network device's (ep_dev_amo) */
+    int dev_amo; /* 1: its atomic lanes include a network device's (ep_lanes) */
+    int ordered; /* 1: its operations take effect in issue order (ep_lanes) */
 } peer_t;
 
 static struct {
@@ -487,37 +488,46 @@ int rma_ucx_has_ep(int w)
     return w >= 0 && w < ux.npeers && ux.peers[w].ep != NULL;
 }
 
-/* 1 when one of ep's atomic lanes is a network device's: its atomics on registered memory
- * complete without the target's CPU. UCX 1.13 has no query for an endpoint's lanes, so
- * this reads the lane table ucp_ep_print_info prints ("lane[0]: 3:sysv/memory.0 md[2] ->
- * ... amo#0 am"). The shared-memory transports' atomic lanes reach only memory UCX
- * allocated (rma_ucx_key_mapped tells that apart); without an atomic lane (tcp) UCX
- * emulates atomics with active messages that the target's worker serves. */
-static int ep_dev_amo(ucp_ep_h ep)
+/* What ep's lanes promise. UCX 1.13 has no query for an endpoint's lanes, so this reads the
+ * lane table ucp_ep_print_info prints ("lane[0]: 3:sysv/memory.0 md[2] -> ... amo#0 am").
+ *  - dev_amo: one of its atomic lanes is a network device's: its atomics on registered
+ *    memory complete without the target's CPU. The shared-memory transports' atomic lanes
+ *    reach only memory UCX allocated (rma_ucx_key_mapped tells that apart); without an
+ *    atomic lane (tcp) UCX emulates atomics with active messages the target's worker serves.
+ *  - ordered: every lane is tcp. UCX has no RMA or atomic lane there (librma turns tcp's
+ *    put off, ucx_context): it emulates puts, gets and atomics with active messages on the
+ *    endpoint's one AM lane, a byte stream whose messages the target's worker applies as
+ *    they arrive, in issue order. A device with RDMA lanes (or several transports) gives no
+ *    such order between lanes, so there ordering takes a flush. */
+static void ep_lanes(ucp_ep_h ep, int *dev_amo, int *ordered)
 {
     static const char *const shm[] = {"sysv/", "posix/", "xpmem/", "knem/", "cma/", "self/"};
     char *text = NULL, *line, *save = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    int dev = 0;
+    int lanes = 0, tcp = 0;
 
+    *dev_amo = *ordered = 0;
     if (f == NULL)
-        return 0;
+        return;
     ucp_ep_print_info(ep, f);
     fclose(f);
-    for (line = strtok_r(text, "\n", &save); line != NULL && !dev;
-         line = strtok_r(NULL, "\n", &save)) {
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
         const char *tl = strstr(line, "lane[");
         int is_shm = 0;
-        if (tl == NULL || strstr(line, " amo#") == NULL || (tl = strchr(tl, ':')) == NULL ||
-            (tl = strchr(tl + 1, ':')) == NULL)
+        /* "lane[i]: <rsc>:<tl>/<dev>.<path> ..." */
+        if (tl == NULL || (tl = strchr(tl, ':')) == NULL || (tl = strchr(tl + 1, ':')) == NULL)
+            continue;
+        lanes++;
+        tcp += strncmp(tl + 1, "tcp/", 4) == 0;
+        if (strstr(line, " amo#") == NULL)
             continue;
         for (size_t i = 0; i < sizeof(shm) / sizeof(shm[0]); i++)
             is_shm |= strncmp(tl + 1, shm[i], strlen(shm[i])) == 0;
-        dev = !is_shm;
+        *dev_amo |= !is_shm;
     }
     free(text);
-    return dev;
+    *ordered = lanes > 0 && tcp == lanes;
 }
 
 static int ep_create(int w, const ucp_address_t *addr)
@@ -526,7 +536,8 @@ static int ep_create(int w, const ucp_address_t *addr)
 
     if (ucp_ep_create(ux.ow, &ep, &ux.peers[w].ep) != UCS_OK)
         return -1;
-    ux.peers[w].dev_amo = ep_dev_amo(ux.peers[w].ep); /* the lanes are chosen at creation */
+    /* the lanes are chosen at creation */
+    ep_lanes(ux.peers[w].ep, &ux.peers[w].dev_amo, &ux.peers[w].ordered);
     return 0;
 }
 
@@ -570,6 +581,7 @@ int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
     if (!rma_ucx_has_ep(w))
         return -ENOTCONN;
     t->dev_amo = ux.peers[w].dev_amo;
+    t->ordered = ux.peers[w].ordered && rma_env.ordered;
     t->ops = &rma_nm_ucx_ops;
     t->ep = ux.peers[w].ep;
     t->world = w;
@@ -853,6 +865,16 @@ static int ucx_flush(rma_nm_tgt_t *t)
     return rc;
 }
 
+static int ucx_order(rma_nm_tgt_t *t)
+{
+    /* sends what agg holds back (and lets the next small put go by RDMA, as after a flush) */
+    int rc = t->agg != NULL && ux.drain != NULL ? ux.drain(t) : 0;
+
+    if (rc == 0 && (!t->ordered || atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0))
+        rc = ucx_flush(t);
+    return rc;
+}
+
 const rma_netmod_ops_t rma_nm_ucx_ops = {
     .name = "ucx",
     .writev = ucx_writev,
@@ -860,6 +882,7 @@ const rma_netmod_ops_t rma_nm_ucx_ops = {
     .amo = ucx_amo,
     .amo_post = ucx_amo_post,
     .flush = ucx_flush,
+    .order = ucx_order,
     .flush_start = ucx_flush_start,
     .flush_test = ucx_flush_test,
 };
