@@ -42,6 +42,7 @@ static struct {
     pthread_mutex_t lock;          /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
     pthread_mutex_t tw_mtx;        /* the target worker: the agent, or a rank serving while it
                                       waits (rma_ucx_serve) */
+    _Atomic unsigned rank_polls;   /* times an application thread drove the target worker */
 } ux = {.tw_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .tw_mtx = PTHREAD_MUTEX_INITIALIZER};
 
 static int status_errno(ucs_status_t st)
@@ -74,17 +75,17 @@ int rma_ucx_started(void)
  * was left for later. Whoever holds tw_mtx does: the agent, or a rank that waits
  * (rma_ucx_serve) while the agent does not. wait: take the lock even when another thread
  * has it. Returns 1 when something happened. */
-static int tw_progress(int wait)
+/* An application thread drives the target worker, unless another thread is at it. */
+static int tw_progress(void)
 {
     int n;
 
-    if (wait)
-        pthread_mutex_lock(&ux.tw_mtx);
-    else if (pthread_mutex_trylock(&ux.tw_mtx) != 0)
+    if (pthread_mutex_trylock(&ux.tw_mtx) != 0)
         return 0;
     n = (int)ucp_worker_progress(ux.tw);
     if (ux.idle != NULL)
         ux.idle();
+    atomic_fetch_add_explicit(&ux.rank_polls, 1, memory_order_relaxed);
     pthread_mutex_unlock(&ux.tw_mtx);
     return n != 0;
 }
@@ -96,13 +97,13 @@ int rma_ucx_progress(void)
     /* a rank that waits serves its peers meanwhile, unless the agent is at it: on a node
      * whose cores all run spinning ranks the agent may wait milliseconds for a core, and
      * two ranks flushing to each other would wait for their agents */
-    n += tw_progress(0);
+    n += tw_progress();
     return n != 0;
 }
 
 int rma_ucx_serve(void)
 {
-    return ux.started ? tw_progress(0) : 0;
+    return ux.started ? tw_progress() : 0;
 }
 
 int rma_ucx_barrier(MPI_Comm comm)
@@ -112,7 +113,7 @@ int rma_ucx_barrier(MPI_Comm comm)
 
     while (rc == MPI_SUCCESS && (rc = PMPI_Test(&req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS &&
            !done) {
-        if (tw_progress(0))
+        if (tw_progress())
             spins = 0;
         else if (spins++ < rma_env.spin_count)
             rma_cpu_relax();
@@ -171,9 +172,35 @@ static int post_req(ucs_status_ptr_t req)
 
 /* ------------------------------------------------------------------ the agent's hooks */
 
+/* A rank polls the target worker at least this often while it serves (spinning or yielding
+ * in a wait loop); one that sleeps between polls (rma_backoff) serves too slowly. */
+#define RANK_POLL_NS 20000u
+
+/* 1: did something; 0: idle; -1: an application thread drives the worker now, or has polled
+ * it about every RANK_POLL_NS since the last call (it waits inside librma or MPI_Barrier):
+ * the agent stands aside. */
 static int agent_progress(void)
 {
-    return tw_progress(1);
+    static unsigned seen; /* the agent's thread only */
+    static uint64_t seen_ns;
+    unsigned polls = atomic_load_explicit(&ux.rank_polls, memory_order_relaxed);
+    struct timespec ts;
+    uint64_t now, need;
+    int n;
+
+    if (pthread_mutex_trylock(&ux.tw_mtx) != 0)
+        return -1;
+    n = (int)ucp_worker_progress(ux.tw);
+    if (ux.idle != NULL)
+        ux.idle();
+    pthread_mutex_unlock(&ux.tw_mtx);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    need = 1 + (now - seen_ns) / RANK_POLL_NS;
+    n = n != 0 ? 1 : polls - seen >= need ? -1 : 0;
+    seen = polls;
+    seen_ns = now;
+    return n;
 }
 
 /* 0: armed, the agent may sleep on the descriptor; 1: events are pending, or requests left
