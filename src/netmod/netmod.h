@@ -109,8 +109,8 @@ typedef struct rma_netmod_ops {
     /* Every operation issued to the target takes effect there before any issued after this
      * call: without a round trip when the transport applies them in issue order (t->ordered)
      * and no host-assisted put waits for its acknowledgement, else by a flush. What follows
-     * (the release of a lock word, a fence or PSCW notification) then needs only one flush
-     * to complete both. 0 or -errno. */
+     * (the release of a lock word, a fence or PSCW notification, sync/ctl.h) then completes
+     * both in one round trip. 0 or -errno. */
     int (*order)(rma_nm_tgt_t *t);
     /* The same, without waiting: flush_start begins it (*req: what flush_test needs, or
      * NULL); flush_test drives the transport once and returns 1 while it is not over (2

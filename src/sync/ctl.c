@@ -54,10 +54,7 @@ int rma_ctl_order(rma_win_t *win, int t)
 {
     rma_nm_tgt_t *nm = &win->targets[t].nm;
 
-    if (!rma_nm_pending(nm))
-        return 0;
-    /* ordered: sends what aggregation holds back; flushes while a host-assisted put waits */
-    return nm->ordered ? nm->ops->order(nm) : nm->ops->flush(nm);
+    return rma_nm_pending(nm) ? nm->ops->order(nm) : 0;
 }
 
 int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v)

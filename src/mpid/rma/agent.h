@@ -23,8 +23,9 @@ void rma_agent_kick(int pid, int fd);
 
 /* Makes the agent drive a network too (started if needed): progress() returns 1 when it
  * did something, 0 when idle, -1 when an application thread drives the network itself
- * (the agent then sleeps a while, waking on its eventfd only); arm() returns 0 when the agent may sleep until fd is readable (fd -1:
- * never sleeps, as with RMA_AGENT=poll). 0, or -1 when the thread cannot start. */
+ * (the agent then sleeps a while, waking on its eventfd only); arm() returns 0 when the
+ * agent may sleep until fd is readable (fd -1: never sleeps, as with RMA_AGENT=poll). 0,
+ * or -1 when the thread cannot start. */
 int rma_agent_progress_attach(int fd, int (*progress)(void), int (*arm)(void));
 
 /* Stops the agent (it no longer touches the network once this returns). */

@@ -72,22 +72,31 @@ int rma_ucx_started(void)
 /* ------------------------------------------------------------------ progress and waiting */
 
 /* Drives the target worker (peers' operations on this process) once, and serves what
- * was left for later. Whoever holds tw_mtx does: the agent, or a rank that waits
- * (rma_ucx_serve) while the agent does not. wait: take the lock even when another thread
- * has it. Returns 1 when something happened. */
-/* An application thread drives the target worker, unless another thread is at it. */
-static int tw_progress(void)
+ * was left for later, unless another thread is at it. Whoever holds tw_mtx does: the agent,
+ * or a rank that waits (rma_ucx_serve). 1 when something happened, 0 when not, -1 when
+ * another thread holds the worker. */
+static int tw_try(void)
 {
     int n;
 
     if (pthread_mutex_trylock(&ux.tw_mtx) != 0)
-        return 0;
+        return -1;
     n = (int)ucp_worker_progress(ux.tw);
     if (ux.idle != NULL)
         ux.idle();
-    atomic_fetch_add_explicit(&ux.rank_polls, 1, memory_order_relaxed);
     pthread_mutex_unlock(&ux.tw_mtx);
     return n != 0;
+}
+
+/* An application thread's turn at the target worker; counted, so that the agent stands
+ * aside while ranks keep polling (agent_progress). 1 when something happened. */
+static int tw_progress(void)
+{
+    int n = tw_try();
+
+    if (n >= 0)
+        atomic_fetch_add_explicit(&ux.rank_polls, 1, memory_order_relaxed);
+    return n > 0;
 }
 
 int rma_ucx_progress(void)
@@ -188,16 +197,12 @@ static int agent_progress(void)
     uint64_t now, need;
     int n;
 
-    if (pthread_mutex_trylock(&ux.tw_mtx) != 0)
+    if ((n = tw_try()) < 0)
         return -1;
-    n = (int)ucp_worker_progress(ux.tw);
-    if (ux.idle != NULL)
-        ux.idle();
-    pthread_mutex_unlock(&ux.tw_mtx);
     clock_gettime(CLOCK_MONOTONIC, &ts);
     now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     need = 1 + (now - seen_ns) / RANK_POLL_NS;
-    n = n != 0 ? 1 : polls - seen >= need ? -1 : 0;
+    n = n > 0 ? 1 : polls - seen >= need ? -1 : 0;
     seen = polls;
     seen_ns = now;
     return n;
