@@ -857,6 +857,10 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         a->bd->size == a->bd->true_extent && (rc = acc_hx(a)) != -ENOSPC)
         goto done; /* elements of a pair type with a hole (MPI_SHORT_INT) stay here */
     rc = 0;
+    /* accumulates sent to the target's agent before this one take effect first */
+    if (!win->targets[trank].local && rma_hx_in_flight(&win->targets[trank].nm) &&
+        (rc = rma_ctl_flush(win, trank)) != 0)
+        goto done;
     if (acc_single_atomic(a, ttype)) {
         rma_acc_stripe_wait(win, trank, a->key0);
     } else if ((rc = stripe_hold(a, &set)) != 0) {

@@ -143,10 +143,10 @@ static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
     return rc;
 }
 
-/* Sends one put request: h (its cookie set here), then body, len bytes (the records, then
- * the data). The acknowledgement is counted down in nm->hx_out, which a flush waits for.
- * 0 or -errno. */
-static int hx_post_put(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
+/* Sends one request that the call does not wait for, a put or a non-fetching accumulate: h
+ * (its cookie set here), then body, len bytes (the records, then the data). The
+ * acknowledgement is counted down in nm->hx_out, which a flush waits for. 0 or -errno. */
+static int hx_post(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
 {
     hx_wait_t *w = malloc(sizeof(*w));
 
@@ -188,7 +188,7 @@ int rma_hx_send(rma_hx_t *hx)
             /* the records go right before the data */
             memmove(data - nrec * sizeof(*recs), recs, nrec * sizeof(*recs));
             hx_hdr_init(&h, hx, nrec, bytes, NULL);
-            rc = hx_post_put(nm, &h, data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
+            rc = hx_post(nm, &h, data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
             continue;
         }
         nrec = hx_fill(hx, &ri, &rp, recs, NULL, max_bytes, &bytes);
@@ -248,13 +248,14 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
 
 /* ------------------------------------------------------------------ aggregation */
 
-/* The put request being filled for one target: its records at the front of buf, room for
- * HX_MAX_REC of them, then its data, room for RMA_AGGREGATE bytes; at sending, the
- * records are moved up to meet the data. */
+/* The request being filled for one target: puts, or non-fetching accumulates of one op on
+ * one basic type (h says which). Its records are at the front of buf, room for HX_MAX_REC
+ * of them, then its data, room for RMA_AGGREGATE bytes; at sending, the records are moved
+ * up to meet the data. */
 struct rma_hx_agg {
     atomic_flag busy; /* callers on several threads (MPI_THREAD_MULTIPLE) */
-    int primed;       /* a small put went by RDMA since the last flush */
-    rma_hx_hdr_t h;   /* window, serial, origin */
+    int primed;       /* a small operation went on its own since the last flush */
+    rma_hx_hdr_t h;   /* kind, op, type; window, serial, origin */
     uint32_t nrec;
     uint64_t bytes;
     char buf[];
@@ -283,47 +284,66 @@ static char *agg_data(rma_hx_agg_t *a)
     return a->buf + HX_MAX_REC * sizeof(rma_hx_rec_t);
 }
 
-/* Sends the request held in a (the caller holds it) as one acknowledged put. */
+/* Sends the request held in a (the caller holds it) as one acknowledged request. */
 static int agg_send(rma_nm_tgt_t *nm, rma_hx_agg_t *a)
 {
     size_t rbytes = a->nrec * sizeof(rma_hx_rec_t);
     char *body = agg_data(a) - rbytes;
     int rc;
 
-    a->primed = 0;
     if (a->nrec == 0)
         return 0;
     a->h.nrec = a->nrec;
     a->h.bytes = a->bytes;
     memmove(body, agg_recs(a), rbytes);
-    rc = hx_post_put(nm, &a->h, body, rbytes + a->bytes);
+    rc = hx_post(nm, &a->h, body, rbytes + a->bytes);
     a->nrec = 0;
     a->bytes = 0;
+    return rc;
+}
+
+/* Sends what is held back for nm (nm->agg is set); a flush also lets the next small
+ * operation go on its own. */
+static int agg_send_held(rma_nm_tgt_t *nm, int flush)
+{
+    rma_hx_agg_t *a = nm->agg;
+    int rc;
+
+    agg_lock(a);
+    if (flush)
+        a->primed = 0;
+    rc = agg_send(nm, a);
+    agg_unlock(a);
     return rc;
 }
 
 /* The network's drain hook: a flush of nm sends what is held back first. */
 static int agg_drain(rma_nm_tgt_t *nm)
 {
-    rma_hx_agg_t *a = nm->agg;
-    int rc;
-
-    agg_lock(a);
-    rc = agg_send(nm, a);
-    agg_unlock(a);
-    return rc;
+    return agg_send_held(nm, 1);
 }
 
-int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, size_t n)
+static int agg_same_kind(const rma_hx_hdr_t *a, const rma_hx_hdr_t *b)
+{
+    return a->kind == b->kind && a->op == b->op && a->acc == b->acc && a->basic == b->basic;
+}
+
+/* Takes the request being filled for target trank, locked, for an operation of the kind k
+ * says (kind, op, acc, basic) that needs at most nrec records and n bytes: what it holds is
+ * sent first when it is of another kind or leaves no room. Returns 0 (*a_p is held), 1 when
+ * the operation goes on its own (aggregation is off, it is too large, or it is the first
+ * small operation since a flush, so that a lone operation + flush costs what it did), or
+ * -errno. */
+static int agg_take(rma_win_t *win, int trank, const rma_hx_hdr_t *k, uint32_t nrec, size_t n,
+                    rma_hx_agg_t **a_p)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
     rma_hx_agg_t *a = nm->agg;
-    rma_hx_rec_t *r;
-    int rc = 0;
+    int rc;
 
-    if (rma_env.aggregate == 0 || n > rma_env.aggregate)
+    if (rma_env.aggregate == 0 || n > rma_env.aggregate || nrec > HX_MAX_REC)
         return 1;
-    if (a == NULL) { /* the first small put to the target goes by RDMA, as after a flush */
+    if (a == NULL) {
         rma_hx_t hx = {.win = win, .trank = trank, .write = 1};
         rma_hx_agg_t *none = NULL;
         a = calloc(1, sizeof(*a) + HX_MAX_REC * sizeof(rma_hx_rec_t) + rma_env.aggregate);
@@ -341,26 +361,86 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
         agg_unlock(a);
         return 1;
     }
-    r = a->nrec > 0 ? &agg_recs(a)[a->nrec - 1] : NULL;
-    if (r != NULL && r->len == n && r->count < UINT32_MAX && a->bytes + n <= rma_env.aggregate &&
+    if (a->nrec > 0 &&
+        (!agg_same_kind(&a->h, k) || a->nrec + nrec > HX_MAX_REC ||
+         a->bytes + n > rma_env.aggregate) &&
+        (rc = agg_send(nm, a)) != 0) {
+        agg_unlock(a);
+        return rc; /* not held back: the error is the call's */
+    }
+    a->h.kind = k->kind;
+    a->h.op = k->op;
+    a->h.acc = k->acc;
+    a->h.basic = k->basic;
+    *a_p = a;
+    return 0;
+}
+
+/* Appends the piece of n bytes from buf for target address ta to a (held, with room),
+ * into its last record when the piece continues that record's stride. */
+static void agg_piece(rma_hx_agg_t *a, uint64_t ta, const char *buf, size_t n)
+{
+    rma_hx_rec_t *r = a->nrec > 0 ? &agg_recs(a)[a->nrec - 1] : NULL;
+
+    if (r != NULL && r->len == n && r->count < UINT32_MAX &&
         (r->count == 1 || ta == r->addr + r->count * (uint64_t)r->stride)) {
         if (r->count == 1)
             r->stride = (int64_t)(ta - r->addr);
         r->count++;
-    } else if ((a->nrec == HX_MAX_REC || a->bytes + n > rma_env.aggregate) &&
-               (rc = agg_send(nm, a)) != 0) {
-        /* not held back: the error is the call's */
     } else {
         agg_recs(a)[a->nrec++] = (rma_hx_rec_t){ta, 0, (uint32_t)n, 1};
     }
-    if (rc == 0) {
-        memcpy(agg_data(a) + a->bytes, buf, n);
-        a->bytes += n;
-        rma_nm_issued(nm);
-        rma_win_net_issued(win);
-    }
+    memcpy(agg_data(a) + a->bytes, buf, n);
+    a->bytes += n;
+}
+
+/* Ends agg_take: what was appended counts as issued to the target. */
+static void agg_held(rma_win_t *win, int trank, rma_hx_agg_t *a)
+{
+    rma_nm_issued(&win->targets[trank].nm);
+    rma_win_net_issued(win);
     agg_unlock(a);
-    return rc;
+}
+
+int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, size_t n)
+{
+    const rma_hx_hdr_t k = {.kind = RMA_HX_PUT};
+    rma_hx_agg_t *a;
+    int rc = agg_take(win, trank, &k, 1, n, &a);
+
+    if (rc != 0)
+        return rc;
+    agg_piece(a, ta, buf, n);
+    agg_held(win, trank, a);
+    return 0;
+}
+
+/* Holds back a non-fetching accumulate: the pieces of hx's runs, their data at opk plus
+ * each run's local offset. 0, 1 (not held: it goes on its own) or -errno. */
+static int agg_acc(rma_hx_t *hx, int op, MPI_Datatype basic, const char *opk)
+{
+    const rma_hx_hdr_t k = {
+        .kind = RMA_HX_ACC, .op = (uint8_t)op, .acc = RMA_ACC, .basic = (int32_t)basic};
+    rma_hx_agg_t *a;
+    /* a run's first piece may not continue the last record: two records a run at most */
+    int rc = agg_take(hx->win, hx->trank, &k, 2 * (uint32_t)hx->nruns, (size_t)hx->bytes, &a);
+
+    if (rc != 0)
+        return rc;
+    for (int i = 0; i < hx->nruns; i++) {
+        const rma_hx_run_t *r = &hx->runs[i];
+        for (uint64_t p = 0; p < r->count; p++)
+            agg_piece(a, r->taddr + p * (uint64_t)r->tstride,
+                      opk + (uintptr_t)r->laddr + (int64_t)p * r->lstride, r->len);
+    }
+    agg_held(hx->win, hx->trank, a);
+    return 0;
+}
+
+int rma_hx_in_flight(rma_nm_tgt_t *nm)
+{
+    return atomic_load_explicit(&nm->hx_out, memory_order_acquire) > 0 ||
+           (nm->agg != NULL && nm->agg->nrec > 0);
 }
 
 void rma_hx_agg_free(rma_nm_tgt_t *nm)
@@ -470,6 +550,12 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
 
     if (hx->nruns > HX_MAX_REC || hx->bytes > HX_MAX_BYTES)
         return -ENOSPC;
+    if (kind == RMA_ACC && (rc = agg_acc(hx, op, basic, opk)) <= 0)
+        return rc;
+    /* accumulates from one origin take effect in issue order: what is held back goes first */
+    if (nm->agg != NULL && (rc = agg_send_held(nm, 0)) != 0)
+        return rc;
+    rc = -ENOMEM;
     /* the records from the runs, the data packed along them from opk; the answer is
      * unpacked along them into rpk */
     body = malloc(rbytes + cmp + data + 1);
@@ -491,6 +577,10 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     h.op = (uint8_t)op;
     h.acc = (uint8_t)kind;
     h.basic = (int32_t)basic;
+    if (kind == RMA_ACC) { /* done at the target's next flush, as a put */
+        rc = hx_post(nm, &h, body, rbytes + cmp + data);
+        goto out;
+    }
     rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), body, rbytes + cmp + data);
     if (rc == 0) {
         rma_ucx_wait_zero(&left);

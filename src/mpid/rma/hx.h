@@ -96,9 +96,12 @@ int rma_hx_add(rma_hx_t *hx, uintptr_t ta, char *buf, size_t len);
 int rma_hx_send(rma_hx_t *hx);
 
 /* An accumulate-family call as one request, applied by the target's agent under the
- * stripes of its whole target buffer (doc/atomicity.md); done (result in rpk) on return.
- * The runs' local addresses are offsets into the packed elements opk and rpk. 0, -ENOSPC
- * when it does not fit one request (the caller takes the origin-side path), -errno. */
+ * stripes of its whole target buffer (doc/atomicity.md). A fetching one is done (result in
+ * rpk) on return; an MPI_Accumulate is issued, complete at the target's next flush, and
+ * when small held back with the puts and accumulates of aggregation (below). Requests from
+ * one origin to one target take effect in issue order. The runs' local addresses are
+ * offsets into the packed elements opk and rpk. 0, -ENOSPC when it does not fit one request
+ * (the caller takes the origin-side path), -errno. */
 int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize, const char *opk,
                const char *compare, char *rpk);
 
@@ -109,14 +112,20 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
 #define RMA_RNDV_MAX (1u << 30) /* bytes in one rendezvous request: larger pieces are split */
 
 /* Aggregation (ARMI): small puts to one off-node target are copied into one put request,
- * sent when a flush of the target comes (netmod.h: every flush, unlock, fence, complete
- * and window free flushes), or when the next put would not fit in RMA_AGGREGATE bytes or
- * in one request's records. The first small put after a flush goes by RDMA, so that a
- * lone put + flush costs what it did. Holds back the put of n bytes from buf to target
- * address ta of target trank and returns 0, or returns 1 (the caller moves it), or
- * -errno. */
+ * and small MPI_Accumulate calls of one op and type into one accumulate request, sent when
+ * a flush of the target comes (netmod.h: every flush, unlock, fence, complete and window
+ * free flushes), when an operation of another kind comes (a put after accumulates, another
+ * op, a fetching accumulate), or when the next one would not fit in RMA_AGGREGATE bytes or
+ * in one request's records. The first small operation after a flush goes on its own (a put
+ * by RDMA), so that a lone operation + flush costs what it did. Holds back the put of n
+ * bytes from buf to target address ta of target trank and returns 0, or returns 1 (the
+ * caller moves it), or -errno. */
 typedef struct rma_hx_agg rma_hx_agg_t;
 int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, size_t n);
+
+/* 1 when requests to nm's target's agent are held back or not acknowledged yet: an
+ * accumulate that takes another path (network atomics, origin-side) flushes them first. */
+int rma_hx_in_flight(rma_nm_tgt_t *nm);
 
 /* Drops what is held back for nm unsent (the window is being freed) and frees it. */
 void rma_hx_agg_free(rma_nm_tgt_t *nm);
