@@ -29,6 +29,10 @@ typedef struct rma_nm_tgt {
     int world;                        /* the target's rank in MPI_COMM_WORLD */
     _Atomic unsigned issued;          /* operations issued to the target (rma_nm_issued) */
     _Atomic unsigned flushed;         /* ... how many of them the last flush covered */
+    _Atomic unsigned ep_ops;          /* ucx: puts, gets and atomics among them, which only an
+                                         endpoint flush completes (not host-assisted requests,
+                                         whose answers do) */
+    _Atomic unsigned ep_flushed;      /* ... how many of them the last endpoint flush covered */
     uintptr_t ctl_raddr;              /* target's address of its node's control segment */
     void *ctl_key;                    /* remote key of that segment */
     void *data_key;                   /* remote key of the target's window memory */
@@ -60,15 +64,22 @@ static inline int rma_nm_pending(rma_nm_tgt_t *t)
            atomic_load_explicit(&t->flushed, memory_order_acquire);
 }
 
-/* A flush that began when t->issued was `seen` completed: those are covered. */
-static inline void rma_nm_flushed(rma_nm_tgt_t *t, unsigned seen)
+/* A flush that began when the count it covers (*done counts the covered ones) was `seen`
+ * completed: those are covered. */
+static inline void rma_nm_covered(_Atomic unsigned *done, unsigned seen)
 {
-    unsigned cur = atomic_load_explicit(&t->flushed, memory_order_relaxed);
+    unsigned cur = atomic_load_explicit(done, memory_order_relaxed);
 
     while ((int)(seen - cur) > 0 &&
-           !atomic_compare_exchange_weak_explicit(&t->flushed, &cur, seen, memory_order_release,
+           !atomic_compare_exchange_weak_explicit(done, &cur, seen, memory_order_release,
                                                   memory_order_relaxed))
         ;
+}
+
+/* ... for t->issued */
+static inline void rma_nm_flushed(rma_nm_tgt_t *t, unsigned seen)
+{
+    rma_nm_covered(&t->flushed, seen);
 }
 
 /* Atomic operations on remote words (ucx) */

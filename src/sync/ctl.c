@@ -60,7 +60,7 @@ int rma_ctl_order(rma_win_t *win, int t)
 int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v)
 {
     rma_nm_tgt_t *nm = &win->targets[t].nm;
-    unsigned seen;
+    unsigned seen, ep;
     uint64_t old;
     int rc;
 
@@ -69,8 +69,12 @@ int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v)
         return rc != 0 ? rc : rma_ctl_flush(win, t);
     }
     seen = atomic_load_explicit(&nm->issued, memory_order_acquire);
-    if ((rc = rma_ctl_fadd(win, t, off, v, &old)) == 0)
-        rma_nm_flushed(nm, seen); /* the reply came after all of them took effect */
+    ep = atomic_load_explicit(&nm->ep_ops, memory_order_acquire);
+    if ((rc = rma_ctl_fadd(win, t, off, v, &old)) == 0) {
+        /* the reply came after all of them took effect */
+        rma_nm_flushed(nm, seen);
+        rma_nm_covered(&nm->ep_flushed, ep);
+    }
     return rc;
 }
 

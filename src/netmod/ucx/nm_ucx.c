@@ -170,6 +170,13 @@ static int wait_req(ucs_status_ptr_t req)
 }
 
 /* An operation whose completion a later flush waits for: the request is released now. */
+/* A put, get or atomic to t was issued: only an endpoint flush completes it. */
+static void ep_issued(rma_nm_tgt_t *t)
+{
+    atomic_fetch_add_explicit(&t->ep_ops, 1, memory_order_release);
+    rma_nm_issued(t);
+}
+
 static int post_req(ucs_status_ptr_t req)
 {
     if (UCS_PTR_IS_ERR(req))
@@ -750,11 +757,11 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
                   : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p));
         if (rc != 0) {
             if (i > 0)
-                rma_nm_issued(t);
+                ep_issued(t);
             return rc;
         }
     }
-    rma_nm_issued(t);
+    ep_issued(t);
     return 0;
 }
 
@@ -807,7 +814,7 @@ static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t 
         memcpy(slot, &v, sizeof(v));
         rc = post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], slot, 1, raddr, key, &p));
         if (rc == 0)
-            rma_nm_issued(t);
+            ep_issued(t);
         return rc;
     }
     if (op >= RMA_NM_AMO_AND) /* not fetched (netmod.h) */
@@ -833,7 +840,7 @@ static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintp
         p.reply_buffer = reply;
     }
     if ((rc = post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], value, 1, raddr, key, &p))) == 0)
-        rma_nm_issued(t);
+        ep_issued(t);
     return rc;
 }
 
@@ -880,15 +887,23 @@ static int ucx_flush(rma_nm_tgt_t *t)
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     /* what this flush covers: the operations issued before it starts */
     unsigned seen = atomic_load_explicit(&t->issued, memory_order_acquire);
+    unsigned ep = atomic_load_explicit(&t->ep_ops, memory_order_acquire);
     void *req = NULL;
     int rc;
 
     if (seen == atomic_load_explicit(&t->flushed, memory_order_acquire))
         return 0;
-    if ((rc = ucx_flush_start(t, &req)) == 0)
+    if (ep == atomic_load_explicit(&t->ep_flushed, memory_order_acquire)) {
+        /* host-assisted requests alone: their answers complete them, an endpoint flush
+         * would cost a round trip more over tcp */
+        rc = t->agg != NULL && ux.drain != NULL ? ux.drain(t) : 0;
+    } else if ((rc = ucx_flush_start(t, &req)) == 0) {
         while ((rc = ucx_flush_test(t, &req)) > 0)
             if (rc == 1) /* nothing moved */
                 rma_backoff(&bo);
+        if (rc == 0)
+            rma_nm_covered(&t->ep_flushed, ep);
+    }
     rma_ucx_wait_zero(&t->hx_out); /* after a failure too: the handlers count them down */
     if (rc == 0)
         rc = atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
