@@ -296,14 +296,30 @@ static void stripe_mark(stripe_set_t *set, int trank, uint64_t key, size_t len)
     }
 }
 
+/* The first stripe of set at or after s, RMA_ACC_NLOCKS when none: a call touches a few
+ * stripes of the 256, and the agent looks at a request's set three times. */
+static unsigned stripe_next(const stripe_set_t *set, unsigned s)
+{
+    while (s < RMA_ACC_NLOCKS) {
+        uint64_t w = set->bits[s / 64] >> (s % 64);
+        if (w != 0)
+            return s + (unsigned)__builtin_ctzll(w);
+        s = (s / 64 + 1) * 64;
+    }
+    return RMA_ACC_NLOCKS;
+}
+
+#define STRIPE_EACH(s, set)                                                                        \
+    for (unsigned s = stripe_next(set, 0); s < RMA_ACC_NLOCKS; s = stripe_next(set, s + 1))
+
 /* Takes every stripe of the set in ascending order (the global order: no deadlock). */
 static int stripe_lock_set(rma_win_t *win, int trank, const stripe_set_t *set)
 {
     int rc = 0;
 
-    for (unsigned s = 0; s < RMA_ACC_NLOCKS && rc == 0; s++)
-        if (set->bits[s / 64] >> (s % 64) & 1)
-            rc = stripe_lock(win, trank, s);
+    STRIPE_EACH (s, set)
+        if ((rc = stripe_lock(win, trank, s)) != 0)
+            break;
     return rc;
 }
 
@@ -312,9 +328,8 @@ static int stripe_unlock_set(rma_win_t *win, int trank, const stripe_set_t *set)
 {
     int rc = 0;
 
-    for (unsigned s = 0; s < RMA_ACC_NLOCKS; s++)
-        if (set->bits[s / 64] >> (s % 64) & 1)
-            rc |= stripe_unlock(win, trank, s);
+    STRIPE_EACH (s, set)
+        rc |= stripe_unlock(win, trank, s);
     return rc != 0 ? rc : rma_ctl_flush(win, trank);
 }
 
@@ -947,17 +962,17 @@ const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t b
  * when one is taken. */
 static int stripe_try_set(rma_win_t *win, const stripe_set_t *set)
 {
-    for (unsigned s = 0; s < RMA_ACC_NLOCKS; s++) {
+    STRIPE_EACH (s, set) {
         uint32_t expect = 0;
-        if (!(set->bits[s / 64] >> (s % 64) & 1))
-            continue;
         if (atomic_compare_exchange_strong_explicit(rma_acc_stripe_word(win, s), &expect,
                                                     (uint32_t)win->rank + 1, memory_order_acquire,
                                                     memory_order_relaxed))
             continue;
-        while (s-- > 0)
-            if (set->bits[s / 64] >> (s % 64) & 1)
-                atomic_store_explicit(rma_acc_stripe_word(win, s), 0, memory_order_release);
+        STRIPE_EACH (held, set) {
+            if (held == s)
+                break;
+            atomic_store_explicit(rma_acc_stripe_word(win, held), 0, memory_order_release);
+        }
         return -EAGAIN;
     }
     return 0;
