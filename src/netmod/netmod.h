@@ -44,9 +44,15 @@ typedef struct rma_nm_tgt {
     int ordered;                      /* ucx: the target applies this process's puts, gets
                                          and atomics in the order they were issued (UCX
                                          emulates them over one tcp stream): see order */
+    int am_rma;                       /* ucx: UCX emulates puts and gets to the target with
+                                         active messages (tcp alone): small gets are
+                                         aggregated too (mpid/rma/hx.h) */
+    size_t hx_piece;                  /* ucx: pieces of at most this many bytes go to the
+                                         target's agent (mpid/rma/hx.h; 0: none) */
+    size_t aggregate;                 /* ucx: bytes of one aggregated request (0: off) */
     _Atomic int hx_out;               /* host-assisted puts not acknowledged yet (mpid/rma/hx.h) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
-    struct rma_hx_agg *agg;           /* small puts held back for one request (mpid/rma/hx.h) */
+    struct rma_hx_agg *agg;           /* small operations held back for one request (hx.h) */
 } rma_nm_tgt_t;
 
 /* An operation to t was issued (after the transport took it): a flush of t must run. The

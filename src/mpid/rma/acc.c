@@ -867,7 +867,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * that one CPU atomic updates, it holds the stripes of its whole target buffer, and
      * still updates each element with that element's mechanism, so that one-element calls
      * taking no stripe stay atomic with respect to it. */
-    if (!win->targets[trank].local && rma_env.hx_piece > 0 &&
+    if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0 &&
         (!acc_single_atomic(a, ttype) || !amo_direct(&win->targets[trank].nm)) &&
         a->bd->size == a->bd->true_extent && (rc = acc_hx(a)) != -ENOSPC)
         goto done; /* elements of a pair type with a hole (MPI_SHORT_INT) stay here */

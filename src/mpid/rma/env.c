@@ -45,6 +45,13 @@ static long env_long(const char *name, long dflt, long lo, long hi)
     return v;
 }
 
+static int env_given(const char *name)
+{
+    const char *s = getenv(name);
+
+    return s != NULL && *s != '\0';
+}
+
 void rma_env_init(void)
 {
     if (env_initialized)
@@ -62,6 +69,8 @@ void rma_env_init(void)
         rma_env.hx_piece = rma_env.hx_msg;
     rma_env.hx_min = (size_t)env_long("RMA_HX_MIN_PIECES", (long)rma_env.hx_min, 1, 1L << 30);
     rma_env.aggregate = (size_t)env_long("RMA_AGGREGATE", (long)rma_env.aggregate, 0, 4 << 20);
+    rma_env.hx_piece_am = env_given("RMA_HX_PIECE") ? rma_env.hx_piece : rma_env.hx_msg;
+    rma_env.aggregate_am = env_given("RMA_AGGREGATE") ? rma_env.aggregate : RMA_AGGREGATE_AM;
     rma_env.rndv = (size_t)env_long("RMA_RNDV", (long)rma_env.rndv, 0, 1L << 40);
     if (rma_env.rndv > 0 && rma_env.rndv <= rma_env.hx_piece)
         rma_env.rndv = rma_env.hx_piece + 1;
@@ -128,8 +137,9 @@ void rma_env_print(FILE *out)
     fprintf(out,
             "RMA_HX_PIECE=%zu      off-node put/get: pieces of at most this many bytes are "
             "sent to the target's agent, which scatters or gathers them (host-assisted); "
-            "larger pieces are one RDMA each; 0: never host-assisted\n",
-            rma_env.hx_piece);
+            "larger pieces are one RDMA each; 0: never host-assisted (to a peer reached over "
+            "tcp alone, where UCX emulates RMA: %zu)\n",
+            rma_env.hx_piece, rma_env.hx_piece_am);
     fprintf(out,
             "RMA_HX_MIN_PIECES=%zu    ... when one operation has at least this many such "
             "pieces (fewer go by RDMA)\n",
@@ -137,11 +147,12 @@ void rma_env_print(FILE *out)
     fprintf(out, "RMA_HX_MSG=%zu       data bytes in one host-assisted request or reply\n",
             rma_env.hx_msg);
     fprintf(out,
-            "RMA_AGGREGATE=%zu    off-node puts of at most RMA_HX_PIECE bytes to one target "
-            "are gathered into one host-assisted request of up to this many bytes, sent at a "
-            "flush, an epoch's end or when full (the first after a flush goes by RDMA); 0: "
-            "off\n",
-            rma_env.aggregate);
+            "RMA_AGGREGATE=%zu    off-node puts of at most RMA_HX_PIECE bytes and accumulates "
+            "of at most this many bytes to one target are gathered into one host-assisted "
+            "request of up to this many bytes, sent at a flush, an epoch's end, another kind of "
+            "operation or when full (the first after a flush goes on its own); 0: off (to a "
+            "peer reached over tcp alone: %zu)\n",
+            rma_env.aggregate, rma_env.aggregate_am);
     fprintf(out,
             "RMA_RNDV=%zu        off-node put/get: contiguous pieces of at least this many bytes "
             "are a rendezvous message to the target's agent, which moves them with one copy "

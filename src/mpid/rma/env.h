@@ -20,14 +20,20 @@ typedef struct rma_env {
     size_t hx_piece; /* RMA_HX_PIECE: off-node pieces of at most this many bytes go host-assisted */
     size_t hx_min;   /* RMA_HX_MIN_PIECES: ... when a transfer has at least this many of them */
     size_t hx_msg;   /* RMA_HX_MSG: data bytes in one host-assisted request */
-    size_t aggregate; /* RMA_AGGREGATE: bytes of small puts to one target sent as one request */
-    size_t rndv;      /* RMA_RNDV: off-node contiguous pieces of at least this many bytes go by
+    size_t aggregate;    /* RMA_AGGREGATE: bytes of small puts to one target sent as one request */
+    size_t hx_piece_am;  /* hx_piece and aggregate for a target that UCX reaches over tcp alone,
+                            where it emulates RMA with active messages: the variables when set, */
+    size_t aggregate_am; /* else RMA_HX_MSG and RMA_AGGREGATE_AM (librma's own messages cost
+                            no more there and carry many operations) */
+    size_t rndv;         /* RMA_RNDV: off-node contiguous pieces of at least this many bytes go by
                          rendezvous to the target's agent; 0: never */
-    int ucx_alloc;    /* RMA_ALLOC_UCX: a rank alone on its node lets UCX allocate its window
+    int ucx_alloc;       /* RMA_ALLOC_UCX: a rank alone on its node lets UCX allocate its window
                          segment */
-    int ordered;      /* RMA_ORDERED: a notification (unlock, fence, complete) to a target whose
+    int ordered;         /* RMA_ORDERED: a notification (unlock, fence, complete) to a target whose
                          transport keeps issue order follows its operations without a flush */
 } rma_env_t;
+
+#define RMA_AGGREGATE_AM (64u << 10)
 
 /* RMA_AGENT=block: the agent sleeps on the target worker's event descriptor and polls for
  * RMA_AGENT_SPIN_US after each activity; poll: it polls all the time (yielding the core);

@@ -28,6 +28,7 @@ typedef struct hx_wait {
     _Atomic int *left; /* decremented when the answer arrived */
     _Atomic int *err;  /* set to the answer's status when it is not 0 */
     int owned;         /* freed by the handler (puts: nobody waits on the call) */
+    int own_runs;      /* ... with runs (gets held back by aggregation) */
     /* get: the answer's bytes go to dst, or to pieces skip.. of runs[0], then
      * runs[1..nruns) */
     char *dst;
@@ -136,6 +137,8 @@ static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
 {
     if (rc != 0) {
         atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
+        if (w->own_runs)
+            free((void *)w->runs);
         free(w);
     } else {
         rma_nm_issued(nm);
@@ -158,7 +161,64 @@ static int hx_post(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t l
     return hx_out_end(nm, w, rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, h, sizeof(*h), body, len));
 }
 
-int rma_hx_send(rma_hx_t *hx)
+/* Sends one get request for hx's pieces from run *ri, piece *rp on (advanced past them):
+ * at most HX_MAX_REC records and RMA_HX_MSG bytes, built in recs. The answer is unpacked
+ * into the pieces' local addresses. A call's gets are counted in *left, and hx's runs stay
+ * alive until it is zero; gets held back (held) are counted in nm->hx_out, which a flush
+ * waits for, and their waiter keeps a copy of the runs. 0 or -errno. */
+static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rma_hx_rec_t *recs,
+                       _Atomic int *left, _Atomic int *err, int held)
+{
+    int first = *ri;
+    uint64_t skip = *rp, bytes;
+    uint32_t nrec = hx_fill(hx, ri, rp, recs, NULL, rma_env.hx_msg, &bytes);
+    int nruns = (*rp == 0 ? *ri : *ri + 1) - first, rc;
+    hx_wait_t *w;
+    rma_hx_hdr_t h;
+
+    if (nrec == 0) /* a piece larger than a request (RMA_HX_PIECE > RMA_HX_MSG) */
+        return -EINVAL;
+    if ((w = malloc(sizeof(*w))) == NULL)
+        return -ENOMEM;
+    /* freed by the answer's handler, which unpacks into the runs */
+    *w = (hx_wait_t){.left = left,
+                     .err = err,
+                     .owned = 1,
+                     .runs = &hx->runs[first],
+                     .nruns = nruns,
+                     .skip = skip,
+                     .bytes = bytes};
+    if (held) {
+        rma_hx_run_t *copy = malloc((size_t)nruns * sizeof(*copy));
+        if (copy == NULL) {
+            free(w);
+            return -ENOMEM;
+        }
+        memcpy(copy, w->runs, (size_t)nruns * sizeof(*copy));
+        *w = (hx_wait_t){.left = &nm->hx_out,
+                         .err = &nm->hx_err,
+                         .owned = 1,
+                         .own_runs = 1,
+                         .runs = copy,
+                         .nruns = nruns,
+                         .skip = skip,
+                         .bytes = bytes};
+    }
+    hx_hdr_init(&h, hx, nrec, bytes, w);
+    atomic_fetch_add_explicit(w->left, 1, memory_order_relaxed);
+    rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs));
+    if (held)
+        return hx_out_end(nm, w, rc);
+    if (rc != 0) {
+        atomic_fetch_sub_explicit(left, 1, memory_order_relaxed);
+        free(w);
+    }
+    return rc;
+}
+
+/* rma_hx_send; held: hx holds gets that aggregation held back, which complete at the
+ * target's flush (under way when this returns). */
+static int hx_send(rma_hx_t *hx, int held)
 {
     rma_nm_tgt_t *nm = &hx->win->targets[hx->trank].nm;
     size_t max_bytes = rma_env.hx_msg;
@@ -173,45 +233,23 @@ int rma_hx_send(rma_hx_t *hx)
     while (ri < hx->nruns && rc == 0) {
         rma_hx_rec_t *recs = (rma_hx_rec_t *)body;
         char *data = body + HX_MAX_REC * sizeof(rma_hx_rec_t);
-        int first = ri;
-        uint64_t skip = rp, bytes;
+        uint64_t bytes;
         uint32_t nrec;
-        hx_wait_t *w;
         rma_hx_hdr_t h;
 
-        if (hx->write) {
-            nrec = hx_fill(hx, &ri, &rp, recs, data, max_bytes, &bytes);
-            if (nrec == 0) { /* a piece larger than a request (RMA_HX_PIECE > RMA_HX_MSG) */
-                rc = -EINVAL;
-                break;
-            }
-            /* the records go right before the data */
-            memmove(data - nrec * sizeof(*recs), recs, nrec * sizeof(*recs));
-            hx_hdr_init(&h, hx, nrec, bytes, NULL);
-            rc = hx_post(nm, &h, data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
+        if (!hx->write) {
+            rc = hx_get_post(nm, hx, &ri, &rp, recs, &left, &err, held);
             continue;
         }
-        nrec = hx_fill(hx, &ri, &rp, recs, NULL, max_bytes, &bytes);
-        if (nrec == 0 || (w = malloc(sizeof(*w))) == NULL) {
-            rc = nrec == 0 ? -EINVAL : -ENOMEM;
+        nrec = hx_fill(hx, &ri, &rp, recs, data, max_bytes, &bytes);
+        if (nrec == 0) { /* a piece larger than a request (RMA_HX_PIECE > RMA_HX_MSG) */
+            rc = -EINVAL;
             break;
         }
-        /* freed by the answer's handler, which unpacks into the runs (alive until the
-         * wait below is over) */
-        *w = (hx_wait_t){.left = &left,
-                         .err = &err,
-                         .owned = 1,
-                         .runs = &hx->runs[first],
-                         .nruns = (rp == 0 ? ri : ri + 1) - first,
-                         .skip = skip,
-                         .bytes = bytes};
-        hx_hdr_init(&h, hx, nrec, bytes, w);
-        atomic_fetch_add_explicit(&left, 1, memory_order_relaxed);
-        rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs));
-        if (rc != 0) {
-            atomic_fetch_sub_explicit(&left, 1, memory_order_relaxed);
-            free(w);
-        }
+        /* the records go right before the data */
+        memmove(data - nrec * sizeof(*recs), recs, nrec * sizeof(*recs));
+        hx_hdr_init(&h, hx, nrec, bytes, NULL);
+        rc = hx_post(nm, &h, data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
     }
     /* gets: every answer sent for lands before the runs' memory is freed */
     rma_ucx_wait_zero(&left);
@@ -221,6 +259,11 @@ int rma_hx_send(rma_hx_t *hx)
     if (rc == 0 && atomic_load(&err) != 0)
         rc = atomic_load(&err);
     return rc;
+}
+
+int rma_hx_send(rma_hx_t *hx)
+{
+    return hx_send(hx, 0);
 }
 
 int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, int write)
@@ -258,6 +301,7 @@ struct rma_hx_agg {
     rma_hx_hdr_t h;   /* kind, op, type; window, serial, origin */
     uint32_t nrec;
     uint64_t bytes;
+    rma_hx_t gets; /* small gets held back (tcp alone, nm->am_rma), sent at a flush */
     char buf[];
 };
 
@@ -302,19 +346,27 @@ static int agg_send(rma_nm_tgt_t *nm, rma_hx_agg_t *a)
     return rc;
 }
 
-/* Sends what is held back for nm (nm->agg is set); a flush also lets the next small
- * operation go on its own. */
+/* Sends the gets held in a (the caller holds it), as few requests as they fit. */
+static int agg_send_gets(rma_hx_agg_t *a)
+{
+    return a->gets.nruns > 0 ? hx_send(&a->gets, 1) : 0;
+}
+
+/* Sends what is held back for nm (nm->agg is set); a flush also sends the gets and lets
+ * the next small operation go on its own. */
 static int agg_send_held(rma_nm_tgt_t *nm, int flush)
 {
     rma_hx_agg_t *a = nm->agg;
-    int rc;
+    int rc, grc = 0;
 
     agg_lock(a);
-    if (flush)
+    if (flush) {
         a->primed = 0;
+        grc = agg_send_gets(a);
+    }
     rc = agg_send(nm, a);
     agg_unlock(a);
-    return rc;
+    return rc != 0 ? rc : grc;
 }
 
 /* The network's drain hook: a flush of nm sends what is held back first. */
@@ -328,42 +380,53 @@ static int agg_same_kind(const rma_hx_hdr_t *a, const rma_hx_hdr_t *b)
     return a->kind == b->kind && a->op == b->op && a->acc == b->acc && a->basic == b->basic;
 }
 
-/* Takes the request being filled for target trank, locked, for an operation of the kind k
- * says (kind, op, acc, basic) that needs at most nrec records and n bytes: what it holds is
- * sent first when it is of another kind or leaves no room. Returns 0 (*a_p is held), 1 when
- * the operation goes on its own (aggregation is off, it is too large, or it is the first
- * small operation since a flush, so that a lone operation + flush costs what it did), or
- * -errno. */
-static int agg_take(rma_win_t *win, int trank, const rma_hx_hdr_t *k, uint32_t nrec, size_t n,
-                    rma_hx_agg_t **a_p)
+/* Takes what is held back for target trank, locked, for an operation of n bytes that needs
+ * at most nrec records. Returns 0 (*a_p is held), 1 when the operation goes on its own
+ * (aggregation is off, it is too large, or it is the first small operation since a flush,
+ * so that a lone operation + flush costs what it did), or -errno. */
+static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_agg_t **a_p)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
     rma_hx_agg_t *a = nm->agg;
-    int rc;
 
-    if (rma_env.aggregate == 0 || n > rma_env.aggregate || nrec > HX_MAX_REC)
+    if (nm->aggregate == 0 || n > nm->aggregate || nrec > HX_MAX_REC)
         return 1;
     if (a == NULL) {
         rma_hx_t hx = {.win = win, .trank = trank, .write = 1};
         rma_hx_agg_t *none = NULL;
-        a = calloc(1, sizeof(*a) + HX_MAX_REC * sizeof(rma_hx_rec_t) + rma_env.aggregate);
+        a = calloc(1, sizeof(*a) + HX_MAX_REC * sizeof(rma_hx_rec_t) + nm->aggregate);
         if (a == NULL)
             return 1;
         hx_hdr_init(&a->h, &hx, 0, 0, NULL);
+        a->gets = (rma_hx_t){.win = win, .trank = trank};
         a->primed = 1;
         if (!__atomic_compare_exchange_n(&nm->agg, &none, a, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             free(a); /* another thread's came first */
         return 1;
     }
     agg_lock(a);
-    if (!a->primed && a->nrec == 0) {
+    if (!a->primed && a->nrec == 0 && a->gets.nruns == 0) {
         a->primed = 1;
         agg_unlock(a);
         return 1;
     }
+    *a_p = a;
+    return 0;
+}
+
+/* agg_open for an operation of the kind k says (kind, op, acc, basic): the request held is
+ * sent first when it is of another kind or leaves no room. */
+static int agg_take(rma_win_t *win, int trank, const rma_hx_hdr_t *k, uint32_t nrec, size_t n,
+                    rma_hx_agg_t **a_p)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    rma_hx_agg_t *a;
+    int rc = agg_open(win, trank, nrec, n, &a);
+
+    if (rc != 0)
+        return rc;
     if (a->nrec > 0 &&
-        (!agg_same_kind(&a->h, k) || a->nrec + nrec > HX_MAX_REC ||
-         a->bytes + n > rma_env.aggregate) &&
+        (!agg_same_kind(&a->h, k) || a->nrec + nrec > HX_MAX_REC || a->bytes + n > nm->aggregate) &&
         (rc = agg_send(nm, a)) != 0) {
         agg_unlock(a);
         return rc; /* not held back: the error is the call's */
@@ -415,6 +478,29 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
     return 0;
 }
 
+int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    rma_hx_agg_t *a;
+    int rc;
+
+    if (!nm->am_rma)
+        return 1;
+    if ((rc = agg_open(win, trank, 1, n, &a)) != 0)
+        return rc;
+    if ((a->gets.nruns == HX_MAX_REC || a->gets.bytes + n > nm->aggregate) &&
+        (rc = agg_send_gets(a)) != 0) {
+        agg_unlock(a);
+        return rc;
+    }
+    if ((rc = rma_hx_add(&a->gets, ta, buf, n)) != 0) {
+        agg_unlock(a);
+        return 1; /* out of memory: it goes on its own */
+    }
+    agg_held(win, trank, a);
+    return 0;
+}
+
 /* Holds back a non-fetching accumulate: the pieces of hx's runs, their data at opk plus
  * each run's local offset. 0, 1 (not held: it goes on its own) or -errno. */
 static int agg_acc(rma_hx_t *hx, int op, MPI_Datatype basic, const char *opk)
@@ -445,6 +531,8 @@ int rma_hx_in_flight(rma_nm_tgt_t *nm)
 
 void rma_hx_agg_free(rma_nm_tgt_t *nm)
 {
+    if (nm->agg != NULL)
+        rma_hx_done(&nm->agg->gets);
     free(nm->agg);
     nm->agg = NULL;
 }
@@ -457,6 +545,8 @@ static void hx_answered(void *arg, int status)
     if (status != 0)
         atomic_store_explicit(w->err, status, memory_order_relaxed);
     atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
+    if (w->own_runs)
+        free((void *)w->runs);
     if (w->owned)
         free(w);
 }

@@ -123,6 +123,14 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
 typedef struct rma_hx_agg rma_hx_agg_t;
 int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, size_t n);
 
+/* Small gets are held back too, apart from the request being filled, where UCX emulates
+ * RMA with active messages (nm->am_rma: tcp alone), and sent as one request per
+ * RMA_HX_MSG bytes at the target's next flush (or when RMA_AGGREGATE bytes or 1024 runs
+ * are held); the answers land in their buffers before that flush returns. Holds back the
+ * get of n bytes from target address ta into buf and returns 0, or returns 1 (the caller
+ * moves it), or -errno. */
+int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n);
+
 /* 1 when requests to nm's target's agent are held back or not acknowledged yet: an
  * accumulate that takes another path (network atomics, origin-side) flushes them first. */
 int rma_hx_in_flight(rma_nm_tgt_t *nm);

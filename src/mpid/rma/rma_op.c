@@ -71,7 +71,7 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
         if (m != NULL) {
             char *t = m->local + (ta - m->lo);
             memcpy(mv->write ? t : buf, mv->write ? buf : t, n);
-        } else if (mv->hx != NULL && n <= rma_env.hx_piece) {
+        } else if (mv->hx != NULL && n <= mv->win->targets[mv->trank].nm.hx_piece) {
             if (rma_hx_add(mv->hx, ta, buf, n) != 0)
                 return mv->err = -ENOMEM;
         } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->win->targets[mv->trank].local &&
@@ -111,13 +111,15 @@ static void mover_send_hx(rma_mover_t *mv)
     if (mv->err != 0) {
         /* the walk failed: nothing more is sent */
     } else if (hx->pieces < rma_env.hx_min) {
-        int agg = mv->write && !mv->sync; /* puts may be held back (hx.h, aggregation) */
+        int agg = !mv->sync; /* puts and gets may be held back (hx.h, aggregation) */
         for (int i = 0; i < hx->nruns && mv->err == 0; i++) {
             const rma_hx_run_t *r = &hx->runs[i];
             for (uint64_t k = 0; k < r->count && mv->err == 0; k++) {
                 uintptr_t ta = r->taddr + k * (uint64_t)r->tstride;
                 char *la = r->laddr + (int64_t)k * r->lstride;
-                rc = agg ? rma_hx_agg_put(mv->win, mv->trank, ta, la, r->len) : 1;
+                rc = !agg        ? 1
+                     : mv->write ? rma_hx_agg_put(mv->win, mv->trank, ta, la, r->len)
+                                 : rma_hx_agg_get(mv->win, mv->trank, ta, la, r->len);
                 if (rc == 1)
                     rma_mover_piece(mv, ta, la, r->len);
                 else if (rc != 0)
@@ -306,7 +308,8 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
                          .max_iov = (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024),
                          .liov = x.liov,
                          .riov = x.riov};
-    if (!win->targets[trank].local && rma_env.hx_piece > 0 && !win->targets[trank].nm.data_mapped) {
+    if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0 &&
+        !win->targets[trank].nm.data_mapped) {
         x.hx = (rma_hx_t){.win = win, .trank = trank, .write = kind == RMA_PUT};
         x.mv.hx = &x.hx;
     }

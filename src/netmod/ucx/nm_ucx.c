@@ -621,6 +621,12 @@ int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
         return -ENOTCONN;
     t->dev_amo = ux.peers[w].dev_amo;
     t->ordered = ux.peers[w].ordered && rma_env.ordered;
+    /* over tcp alone UCX's puts and gets are active messages too, each acknowledged: larger
+     * pieces and more of them in one of librma's requests cost no more and move 3-8 times
+     * the bytes (doc/tuning.md) */
+    t->am_rma = ux.peers[w].ordered; /* every lane is tcp */
+    t->hx_piece = t->am_rma ? rma_env.hx_piece_am : rma_env.hx_piece;
+    t->aggregate = t->am_rma ? rma_env.aggregate_am : rma_env.aggregate;
     t->ops = &rma_nm_ucx_ops;
     t->ep = ux.peers[w].ep;
     t->world = w;
