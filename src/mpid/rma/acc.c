@@ -671,6 +671,19 @@ static int amo_direct(const rma_nm_tgt_t *nm)
     return nm->data_mapped || nm->dev_amo;
 }
 
+/* A call of at most this many elements to an off-node target whose window memory UCX maps
+ * here (rma_ucx_key_mapped: its shared-memory transports) takes the origin-side path: its
+ * stripe words, atomics, get and put are then CPU operations on the mapping, cheaper than a
+ * round trip through the target's agent (two simulated nodes, acc_latency: 16 B 1.5 -> 0.30
+ * us, 64 B 1.69 -> 0.49 us). Larger calls go to the agent, where 64 in a row are also
+ * aggregated: 128 B 0.58 us each there, 0.79 on the origin-side path. */
+#define ACC_MAPPED_MAX 8
+
+static int acc_mapped_small(const acc_op_t *a)
+{
+    return a->win->targets[a->trank].nm.data_mapped && a->nelem <= ACC_MAPPED_MAX;
+}
+
 /* The element at the target buffer's start takes one CPU atomic (one-element calls that
  * do so take no stripe). */
 static int acc_single_atomic(const acc_op_t *a, MPI_Datatype ttype)
@@ -869,7 +882,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * taking no stripe stay atomic with respect to it. */
     if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0 &&
         (!acc_single_atomic(a, ttype) || !amo_direct(&win->targets[trank].nm)) &&
-        a->bd->size == a->bd->true_extent && (rc = acc_hx(a)) != -ENOSPC)
+        !acc_mapped_small(a) && a->bd->size == a->bd->true_extent && (rc = acc_hx(a)) != -ENOSPC)
         goto done; /* elements of a pair type with a hole (MPI_SHORT_INT) stay here */
     rc = 0;
     /* accumulates sent to the target's agent before this one take effect first */
