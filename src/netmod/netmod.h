@@ -53,6 +53,9 @@ typedef struct rma_nm_tgt {
     _Atomic int hx_out;               /* host-assisted puts not acknowledged yet (mpid/rma/hx.h) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small operations held back for one request (hx.h) */
+    _Atomic int primed;               /* ... a small one went on its own since the last flush
+                                         (so the next are held back); a flush clears it
+                                         even with nothing to complete */
 } rma_nm_tgt_t;
 
 /* An operation to t was issued (after the transport took it): a flush of t must run. The
@@ -68,6 +71,13 @@ static inline int rma_nm_pending(rma_nm_tgt_t *t)
 {
     return atomic_load_explicit(&t->issued, memory_order_acquire) !=
            atomic_load_explicit(&t->flushed, memory_order_acquire);
+}
+
+/* A flush of t has work: operations to complete, or aggregation to tell that a flush came
+ * (primed). */
+static inline int rma_nm_flush_due(rma_nm_tgt_t *t)
+{
+    return rma_nm_pending(t) || atomic_load_explicit(&t->primed, memory_order_relaxed);
 }
 
 /* A flush that began when the count it covers (*done counts the covered ones) was `seen`

@@ -129,12 +129,13 @@ static inline int rma_ctl_add32(rma_win_t *win, int t, size_t off, uint32_t v)
 }
 
 /* Every operation this process issued to target t is complete at t (no-op unless t is
- * reached through a transport that completes later). 0 or -errno. */
+ * reached through a transport that completes later, or aggregation is to be told that a
+ * flush came: nm.primed). 0 or -errno. */
 static inline int rma_ctl_flush(rma_win_t *win, int t)
 {
     rma_nm_tgt_t *nm = &win->targets[t].nm;
 
-    return rma_nm_pending(nm) ? nm->ops->flush(nm) : 0;
+    return rma_nm_flush_due(nm) ? nm->ops->flush(nm) : 0;
 }
 
 /* Every operation this process issued to any target is complete there. 0, or -errno with

@@ -47,7 +47,7 @@ static inline int rma_flush(rma_win_t *win, int rank, const char *func)
                      !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type)))
         return rma_flush_error(win, rank, func);
     atomic_thread_fence(memory_order_seq_cst);
-    if (rma_unlikely(rma_nm_pending(&win->targets[rank].nm)))
+    if (rma_unlikely(rma_nm_flush_due(&win->targets[rank].nm)))
         return rma_flush_net(win, rank, func);
     return MPI_SUCCESS;
 }

@@ -297,7 +297,6 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
  * up to meet the data. */
 struct rma_hx_agg {
     atomic_flag busy; /* callers on several threads (MPI_THREAD_MULTIPLE) */
-    int primed;       /* a small operation went on its own since the last flush */
     rma_hx_hdr_t h;   /* kind, op, type; window, serial, origin */
     uint32_t nrec;
     uint64_t bytes;
@@ -361,7 +360,7 @@ static int agg_send_held(rma_nm_tgt_t *nm, int flush)
 
     agg_lock(a);
     if (flush) {
-        a->primed = 0;
+        atomic_store_explicit(&nm->primed, 0, memory_order_relaxed);
         grc = agg_send_gets(a);
     }
     rc = agg_send(nm, a);
@@ -399,14 +398,15 @@ static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_a
             return 1;
         hx_hdr_init(&a->h, &hx, 0, 0, NULL);
         a->gets = (rma_hx_t){.win = win, .trank = trank};
-        a->primed = 1;
+        atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
         if (!__atomic_compare_exchange_n(&nm->agg, &none, a, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             free(a); /* another thread's came first */
         return 1;
     }
     agg_lock(a);
-    if (!a->primed && a->nrec == 0 && a->gets.nruns == 0) {
-        a->primed = 1;
+    if (!atomic_load_explicit(&nm->primed, memory_order_relaxed) && a->nrec == 0 &&
+        a->gets.nruns == 0) {
+        atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
         agg_unlock(a);
         return 1;
     }
@@ -476,6 +476,21 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
     agg_piece(a, ta, buf, n);
     agg_held(win, trank, a);
     return 0;
+}
+
+int rma_hx_agg_first(rma_win_t *win, int trank, size_t n)
+{
+    rma_hx_agg_t *a;
+    int rc = agg_open(win, trank, 1, n, &a);
+
+    if (rc == 0)
+        agg_unlock(a);
+    return rc != 0;
+}
+
+void rma_hx_agg_primed(rma_nm_tgt_t *nm)
+{
+    atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
 }
 
 int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)

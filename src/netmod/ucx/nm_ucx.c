@@ -897,8 +897,10 @@ static int ucx_flush(rma_nm_tgt_t *t)
     void *req = NULL;
     int rc;
 
-    if (seen == atomic_load_explicit(&t->flushed, memory_order_acquire))
+    if (seen == atomic_load_explicit(&t->flushed, memory_order_acquire)) {
+        atomic_store_explicit(&t->primed, 0, memory_order_relaxed); /* hx.h, aggregation */
         return 0;
+    }
     if (ep == atomic_load_explicit(&t->ep_flushed, memory_order_acquire)) {
         /* host-assisted requests alone: their answers complete them, an endpoint flush
          * would cost a round trip more over tcp */
