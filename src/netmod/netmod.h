@@ -50,7 +50,10 @@ typedef struct rma_nm_tgt {
     size_t hx_piece;                  /* ucx: pieces of at most this many bytes go to the
                                          target's agent (mpid/rma/hx.h; 0: none) */
     size_t aggregate;                 /* ucx: bytes of one aggregated request (0: off) */
-    _Atomic int hx_out;               /* host-assisted puts not acknowledged yet (mpid/rma/hx.h) */
+    _Atomic int hx_out;               /* host-assisted requests not answered yet (hx.h) */
+    _Atomic int hx_unordered;         /* ... those that may take effect out of issue order:
+                                         accumulates (the agent may defer one) and
+                                         rendezvous transfers (their data lands later) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small operations held back for one request (hx.h) */
     _Atomic int primed;               /* ... a small one went on its own since the last flush
@@ -135,10 +138,15 @@ typedef struct rma_netmod_ops {
     int (*flush)(rma_nm_tgt_t *t);
     /* Every operation issued to the target takes effect there before any issued after this
      * call: without a round trip when the transport applies them in issue order (t->ordered)
-     * and no host-assisted put waits for its acknowledgement, else by a flush. What follows
+     * and no host-assisted request that may take effect out of order (hx_unordered) waits
+     * for its answer, else by a flush. What follows
      * (the release of a lock word, a fence or PSCW notification, sync/ctl.h) then completes
      * both in one round trip. 0 or -errno. */
     int (*order)(rma_nm_tgt_t *t);
+    /* After what order allowed to follow has completed: waits for the answers of the
+     * host-assisted requests issued before (their acknowledgements and get data come in the
+     * same round trip). 0 or -errno (a refusal among them). */
+    int (*settle)(rma_nm_tgt_t *t);
     /* The same, without waiting: flush_start begins it (*req: what flush_test needs, or
      * NULL); flush_test drives the transport once and returns 1 while it is not over (2
      * when the transport moved something in the call), then 0 or -errno (*req is released

@@ -70,7 +70,7 @@ int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v)
     }
     seen = atomic_load_explicit(&nm->issued, memory_order_acquire);
     ep = atomic_load_explicit(&nm->ep_ops, memory_order_acquire);
-    if ((rc = rma_ctl_fadd(win, t, off, v, &old)) == 0) {
+    if ((rc = rma_ctl_fadd(win, t, off, v, &old)) == 0 && (rc = nm->ops->settle(nm)) == 0) {
         /* the reply came after all of them took effect */
         rma_nm_flushed(nm, seen);
         rma_nm_covered(&nm->ep_flushed, ep);

@@ -15,27 +15,32 @@
  * advances the round the others wait on. */
 #define FLAG_BARRIER_MAX 32
 
-/* Our arrival may count on another node only once our operations there took effect. The
- * first target of that node with operations outstanding carries the arrival, a
- * notification that completes them (rma_ctl_notify: one round trip where the transport
- * keeps issue order); every other target is flushed first. win->via[i]: the carrier to
- * node i, or -1 when we issued nothing there (its first rank carries it). */
-static int barrier_order(rma_win_t *win, const char *func)
+/* Our arrival may count anywhere only once our operations took effect on every node: a
+ * rank that sees it leaves the fence and may read any target. So the first off-node target
+ * with operations outstanding carries the arrival to its node, a notification that
+ * completes them (rma_ctl_notify: one round trip where the transport keeps issue order);
+ * every other target is flushed first, and the carrier's node is notified before any
+ * other. win->via[i]: the carrier to node i, or -1 (its first rank carries it). Returns
+ * the carrier's node in *first, or -1. */
+static int barrier_order(rma_win_t *win, const char *func, int *first)
 {
+    *first = -1;
     for (int i = 0; i < win->nreps; i++)
         win->via[i] = -1;
     if (!atomic_exchange_explicit(&win->net_dirty, 0, memory_order_acq_rel))
         return MPI_SUCCESS;
-    rma_win_net_issued(win); /* the carriers' operations are left to the notifications */
+    rma_win_net_issued(win); /* the carrier's operations are left to its notification */
     for (int t = 0; t < win->nranks; t++) {
         rma_target_t *tg = &win->targets[t];
         int rc = 0;
         if (!rma_nm_pending(&tg->nm))
             continue;
-        if (!tg->local && win->via[tg->node] < 0)
+        if (!tg->local && *first < 0) {
             win->via[tg->node] = t;
-        else if ((rc = rma_ctl_flush(win, t)) != 0)
+            *first = tg->node;
+        } else if ((rc = rma_ctl_flush(win, t)) != 0) {
             return rma_ctl_fail(win, func, t, rc);
+        }
     }
     return MPI_SUCCESS;
 }
@@ -45,14 +50,15 @@ int rma_sync_barrier(rma_win_t *win)
     rma_ctl_t *ctl = win->ctl;
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     uint64_t epoch = ++win->bar_epoch;
-    int rc;
+    int rc, first = -1;
 
     if (win->nranks <= FLAG_BARRIER_MAX || win->nreps > 0) {
-        if (win->net && (rc = barrier_order(win, "MPI_Win_fence")) != MPI_SUCCESS)
+        if (win->net && (rc = barrier_order(win, "MPI_Win_fence", &first)) != MPI_SUCCESS)
             return rc;
         atomic_store_explicit(&rma_ctl_rank(ctl, win->rank)->bar_epoch, epoch,
                               memory_order_release);
-        for (int i = 0; i < win->nreps; i++) {
+        for (int k = 0; k < win->nreps; k++) {
+            int i = first >= 0 ? (first + k) % win->nreps : k; /* the carrier's node first */
             int r = win->via[i] >= 0 ? win->via[i] : win->reps[i];
             /* complete on return: we may leave first and never progress again */
             rc = rma_ctl_notify(win, r, RMA_CTL_OFF(win, win->rank, bar_epoch), 1);

@@ -25,10 +25,11 @@
 
 /* What the origin waits on for one request: the answer's destination and a counter. */
 typedef struct hx_wait {
-    _Atomic int *left; /* decremented when the answer arrived */
-    _Atomic int *err;  /* set to the answer's status when it is not 0 */
-    int owned;         /* freed by the handler (puts: nobody waits on the call) */
-    int own_runs;      /* ... with runs (gets held back by aggregation) */
+    _Atomic int *left;      /* decremented when the answer arrived */
+    _Atomic int *err;       /* set to the answer's status when it is not 0 */
+    _Atomic int *unordered; /* also decremented: nm->hx_unordered, or NULL */
+    int owned;              /* freed by the handler (puts: nobody waits on the call) */
+    int own_runs;           /* ... with runs (gets held back by aggregation) */
     /* get: the answer's bytes go to dst, or to pieces skip.. of runs[0], then
      * runs[1..nruns) */
     char *dst;
@@ -125,18 +126,22 @@ static void hx_hdr_init(rma_hx_hdr_t *h, const rma_hx_t *hx, uint32_t nrec, uint
                         .cookie = (uint64_t)(uintptr_t)w};
 }
 
-/* An issued request whose answer a flush of nm waits for (nm->hx_out, its waiter w owned):
- * counted before it is sent (the answer may come at once), and ended with the send's
- * result rc: undone when it failed, else issued. Returns rc. */
-static void hx_out_begin(rma_nm_tgt_t *nm)
+/* An issued request whose answer a flush of nm waits for (nm->hx_out, and w->unordered
+ * when set; its waiter w owned): counted before it is sent (the answer may come at once),
+ * and ended with the send's result rc: undone when it failed, else issued. Returns rc. */
+static void hx_out_begin(rma_nm_tgt_t *nm, hx_wait_t *w)
 {
     atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
+    if (w->unordered != NULL)
+        atomic_fetch_add_explicit(w->unordered, 1, memory_order_relaxed);
 }
 
 static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
 {
     if (rc != 0) {
         atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
+        if (w->unordered != NULL)
+            atomic_fetch_sub_explicit(w->unordered, 1, memory_order_relaxed);
         if (w->own_runs)
             free((void *)w->runs);
         free(w);
@@ -148,16 +153,20 @@ static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
 
 /* Sends one request that the call does not wait for, a put or a non-fetching accumulate: h
  * (its cookie set here), then body, len bytes (the records, then the data). The
- * acknowledgement is counted down in nm->hx_out, which a flush waits for. 0 or -errno. */
+ * acknowledgement is counted down in nm->hx_out, which a flush waits for; an accumulate's
+ * in nm->hx_unordered too, as the agent may defer it. 0 or -errno. */
 static int hx_post(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
 {
     hx_wait_t *w = malloc(sizeof(*w));
 
     if (w == NULL)
         return -ENOMEM;
-    *w = (hx_wait_t){.left = &nm->hx_out, .err = &nm->hx_err, .owned = 1};
+    *w = (hx_wait_t){.left = &nm->hx_out,
+                     .err = &nm->hx_err,
+                     .unordered = h->kind == RMA_HX_ACC ? &nm->hx_unordered : NULL,
+                     .owned = 1};
     h->cookie = (uint64_t)(uintptr_t)w;
-    hx_out_begin(nm);
+    hx_out_begin(nm, w);
     return hx_out_end(nm, w, rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, h, sizeof(*h), body, len));
 }
 
@@ -278,11 +287,15 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
 
     if (w == NULL)
         return -ENOMEM;
-    *w = (hx_wait_t){
-        .left = &nm->hx_out, .err = &nm->hx_err, .owned = 1, .dst = write ? NULL : buf, .bytes = n};
+    *w = (hx_wait_t){.left = &nm->hx_out,
+                     .err = &nm->hx_err,
+                     .unordered = &nm->hx_unordered, /* the data lands later */
+                     .owned = 1,
+                     .dst = write ? NULL : buf,
+                     .bytes = n};
     hx_hdr_init(&m.h, &hx, 1, n, w);
     m.h.flags = RMA_HX_F_RNDV;
-    hx_out_begin(nm);
+    hx_out_begin(nm, w);
     return hx_out_end(
         nm, w,
         write ? rma_ucx_am_request_rndv(nm, RMA_UCX_AM_HX_REQ, &m, sizeof(m), buf, n)
@@ -398,13 +411,18 @@ static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_a
             return 1;
         hx_hdr_init(&a->h, &hx, 0, 0, NULL);
         a->gets = (rma_hx_t){.win = win, .trank = trank};
-        atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
         if (!__atomic_compare_exchange_n(&nm->agg, &none, a, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             free(a); /* another thread's came first */
-        return 1;
+        a = nm->agg;
+        if (!nm->am_rma) {
+            atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
+            return 1;
+        }
     }
     agg_lock(a);
-    if (!atomic_load_explicit(&nm->primed, memory_order_relaxed) && a->nrec == 0 &&
+    /* over tcp alone (am_rma) UCX's put or get and the flush after it cost more than
+     * librma's request and its answer (one round trip): every small one is held back */
+    if (!nm->am_rma && !atomic_load_explicit(&nm->primed, memory_order_relaxed) && a->nrec == 0 &&
         a->gets.nruns == 0) {
         atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
         agg_unlock(a);
@@ -559,6 +577,8 @@ static void hx_answered(void *arg, int status)
 
     if (status != 0)
         atomic_store_explicit(w->err, status, memory_order_relaxed);
+    if (w->unordered != NULL)
+        atomic_fetch_sub_explicit(w->unordered, 1, memory_order_release);
     atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
     if (w->own_runs)
         free((void *)w->runs);
@@ -940,9 +960,13 @@ static _Atomic int later_n;
 
 static void hx_serve(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
 {
+    const rma_hx_hdr_t *h = hdr;
+    int acc = hlen >= sizeof(*h) && h->kind == RMA_HX_ACC;
     hx_later_t *l;
 
-    if (atomic_load_explicit(&later_n, memory_order_acquire) == 0 &&
+    /* Puts and gets are not ordered with accumulates (MPI): they are served at once, in
+     * arrival order, so that a notification behind them takes effect after them (ucx_order) */
+    if ((!acc || atomic_load_explicit(&later_n, memory_order_acquire) == 0) &&
         hx_handle(hdr, hlen, data, len, reply_ep) != -EAGAIN)
         return;
     /* behind the ones waiting already, so that none is overtaken */

@@ -121,6 +121,7 @@ const rma_netmod_ops_t rma_nm_shm_ops = {
     .amo_post = nm_shm_amo_post,
     .flush = nm_shm_flush,
     .order = nm_shm_flush,
+    .settle = nm_shm_flush,
     .flush_start = nm_shm_flush_start,
     .flush_test = nm_shm_flush_test,
 };

@@ -169,7 +169,6 @@ static int wait_req(ucs_status_ptr_t req)
     return status_errno(st);
 }
 
-/* An operation whose completion a later flush waits for: the request is released now. */
 /* A put, get or atomic to t was issued: only an endpoint flush completes it. */
 static void ep_issued(rma_nm_tgt_t *t)
 {
@@ -177,6 +176,7 @@ static void ep_issued(rma_nm_tgt_t *t)
     rma_nm_issued(t);
 }
 
+/* An operation whose completion a later flush waits for: the request is released now. */
 static int post_req(ucs_status_ptr_t req)
 {
     if (UCS_PTR_IS_ERR(req))
@@ -925,9 +925,16 @@ static int ucx_order(rma_nm_tgt_t *t)
     /* sends what agg holds back (and lets the next small put go by RDMA, as after a flush) */
     int rc = t->agg != NULL && ux.drain != NULL ? ux.drain(t) : 0;
 
-    if (rc == 0 && (!t->ordered || atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0))
+    if (rc == 0 &&
+        (!t->ordered || atomic_load_explicit(&t->hx_unordered, memory_order_acquire) > 0))
         rc = ucx_flush(t);
     return rc;
+}
+
+static int ucx_settle(rma_nm_tgt_t *t)
+{
+    rma_ucx_wait_zero(&t->hx_out);
+    return atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
 }
 
 const rma_netmod_ops_t rma_nm_ucx_ops = {
@@ -938,6 +945,7 @@ const rma_netmod_ops_t rma_nm_ucx_ops = {
     .amo_post = ucx_amo_post,
     .flush = ucx_flush,
     .order = ucx_order,
+    .settle = ucx_settle,
     .flush_start = ucx_flush_start,
     .flush_test = ucx_flush_test,
 };
