@@ -395,7 +395,7 @@ static int agg_same_kind(const rma_hx_hdr_t *a, const rma_hx_hdr_t *b)
 /* Takes what is held back for target trank, locked, for an operation of n bytes that needs
  * at most nrec records. Returns 0 (*a_p is held), 1 when the operation goes on its own
  * (aggregation is off, it is too large, or it is the first small operation since a flush,
- * so that a lone operation + flush costs what it did), or -errno. */
+ * so that a lone operation + flush costs what it did, except over tcp alone), or -errno. */
 static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_agg_t **a_p)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;

@@ -117,7 +117,9 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
  * free flushes), when an operation of another kind comes (a put after accumulates, another
  * op, a fetching accumulate), or when the next one would not fit in RMA_AGGREGATE bytes or
  * in one request's records. The first small operation after a flush goes on its own (a put
- * by RDMA), so that a lone operation + flush costs what it did. Holds back the put of n
+ * by RDMA), so that a lone operation + flush costs what it did; not to a peer reached over
+ * tcp alone (nm->am_rma), where the request and its answer cost less than UCX's emulated
+ * put and the endpoint flush after it. Holds back the put of n
  * bytes from buf to target address ta of target trank and returns 0, or returns 1 (the
  * caller moves it), or -errno. */
 typedef struct rma_hx_agg rma_hx_agg_t;
