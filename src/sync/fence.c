@@ -20,13 +20,10 @@
  * with operations outstanding carries the arrival to its node, a notification that
  * completes them (rma_ctl_notify: one round trip where the transport keeps issue order);
  * every other target is flushed first, and the carrier's node is notified before any
- * other. win->via[i]: the carrier to node i, or -1 (its first rank carries it). Returns
- * the carrier's node in *first, or -1. */
-static int barrier_order(rma_win_t *win, const char *func, int *first)
+ * other. Returns the carrier in *via, or -1 (then each node's first rank takes it). */
+static int barrier_order(rma_win_t *win, const char *func, int *via)
 {
-    *first = -1;
-    for (int i = 0; i < win->nreps; i++)
-        win->via[i] = -1;
+    *via = -1;
     if (!atomic_exchange_explicit(&win->net_dirty, 0, memory_order_acq_rel))
         return MPI_SUCCESS;
     rma_win_net_issued(win); /* the carrier's operations are left to its notification */
@@ -35,12 +32,10 @@ static int barrier_order(rma_win_t *win, const char *func, int *first)
         int rc = 0;
         if (!rma_nm_pending(&tg->nm))
             continue;
-        if (!tg->local && *first < 0) {
-            win->via[tg->node] = t;
-            *first = tg->node;
-        } else if ((rc = rma_ctl_flush(win, t)) != 0) {
+        if (!tg->local && *via < 0)
+            *via = t;
+        else if ((rc = rma_ctl_flush(win, t)) != 0)
             return rma_ctl_fail(win, func, t, rc);
-        }
     }
     return MPI_SUCCESS;
 }
@@ -50,16 +45,16 @@ int rma_sync_barrier(rma_win_t *win)
     rma_ctl_t *ctl = win->ctl;
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     uint64_t epoch = ++win->bar_epoch;
-    int rc, first = -1;
+    int rc, via = -1;
 
     if (win->nranks <= FLAG_BARRIER_MAX || win->nreps > 0) {
-        if (win->net && (rc = barrier_order(win, "MPI_Win_fence", &first)) != MPI_SUCCESS)
+        if (win->net && (rc = barrier_order(win, "MPI_Win_fence", &via)) != MPI_SUCCESS)
             return rc;
         atomic_store_explicit(&rma_ctl_rank(ctl, win->rank)->bar_epoch, epoch,
                               memory_order_release);
-        for (int k = 0; k < win->nreps; k++) {
-            int i = first >= 0 ? (first + k) % win->nreps : k; /* the carrier's node first */
-            int r = win->via[i] >= 0 ? win->via[i] : win->reps[i];
+        for (int k = 0, first = via >= 0 ? win->targets[via].node : 0; k < win->nreps; k++) {
+            int i = (first + k) % win->nreps; /* the carrier's node first */
+            int r = i == first && via >= 0 ? via : win->reps[i];
             /* complete on return: we may leave first and never progress again */
             rc = rma_ctl_notify(win, r, RMA_CTL_OFF(win, win->rank, bar_epoch), 1);
             if (rc != 0)

@@ -236,7 +236,6 @@ typedef struct rma_win {
     int *world;      /* MPI_COMM_WORLD rank of each window rank */
     int *reps;       /* one rank of each other node (fence arrivals go there) */
     int nreps;
-    int *via;                  /* fence: the rank of each other node that carries our arrival */
     void *net_ctl;             /* UCX registration of the control segment (rma_ucx_mem_t) */
     void *net_data;            /* ... and of the window memory when it is not in it */
     struct rma_memreg *expose; /* create flavor: registered region holding base, or NULL */

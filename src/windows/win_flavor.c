@@ -86,10 +86,9 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     win->start_ranks = calloc((size_t)win->nranks, sizeof(*win->start_ranks));
     win->world = calloc((size_t)win->nranks, sizeof(*win->world));
     win->reps = calloc((size_t)win->nranks, sizeof(*win->reps));
-    win->via = calloc((size_t)win->nranks, sizeof(*win->via));
     node = calloc((size_t)win->nranks, sizeof(*node));
     if (win->targets == NULL || win->post_seen == NULL || win->start_ranks == NULL ||
-        win->world == NULL || win->reps == NULL || win->via == NULL || node == NULL) {
+        win->world == NULL || win->reps == NULL || node == NULL) {
         free(node);
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory for %d targets", win->nranks);
     }
@@ -530,7 +529,6 @@ static void win_destroy(rma_win_t *win)
     free(win->start_ranks);
     free(win->world);
     free(win->reps);
-    free(win->via);
     rma_errh_unref(win->errhandler);
     rma_win_delete(win);
 }
