@@ -856,10 +856,16 @@ void rma_ucx_req_release(void *req)
         ucp_request_free(req);
 }
 
+/* Sends what aggregation holds back for t (mpid/rma/hx.h), first thing in every flush. */
+static int drain_held(rma_nm_tgt_t *t)
+{
+    return t->agg != NULL && ux.drain != NULL ? ux.drain(t) : 0;
+}
+
 static int ucx_flush_start(rma_nm_tgt_t *t, void **req)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
-    int rc = t->agg != NULL && ux.drain != NULL ? ux.drain(t) : 0;
+    int rc = drain_held(t);
     ucs_status_ptr_t r;
 
     *req = NULL;
@@ -904,7 +910,7 @@ static int ucx_flush(rma_nm_tgt_t *t)
     if (ep == atomic_load_explicit(&t->ep_flushed, memory_order_acquire)) {
         /* host-assisted requests alone: their answers complete them, an endpoint flush
          * would cost a round trip more over tcp */
-        rc = t->agg != NULL && ux.drain != NULL ? ux.drain(t) : 0;
+        rc = drain_held(t);
     } else if ((rc = ucx_flush_start(t, &req)) == 0) {
         while ((rc = ucx_flush_test(t, &req)) > 0)
             if (rc == 1) /* nothing moved */
@@ -923,7 +929,7 @@ static int ucx_flush(rma_nm_tgt_t *t)
 static int ucx_order(rma_nm_tgt_t *t)
 {
     /* sends what agg holds back (and lets the next small put go by RDMA, as after a flush) */
-    int rc = t->agg != NULL && ux.drain != NULL ? ux.drain(t) : 0;
+    int rc = drain_held(t);
 
     if (rc == 0 &&
         (!t->ordered || atomic_load_explicit(&t->hx_unordered, memory_order_acquire) > 0))
