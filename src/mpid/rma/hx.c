@@ -126,6 +126,19 @@ static void hx_hdr_init(rma_hx_hdr_t *h, const rma_hx_t *hx, uint32_t nrec, uint
                         .cookie = (uint64_t)(uintptr_t)w};
 }
 
+/* A request of waiter w is over (answered, or not sent): its counters go down, and an owned
+ * waiter is freed with its runs. */
+static void hx_wait_end(hx_wait_t *w)
+{
+    if (w->unordered != NULL)
+        atomic_fetch_sub_explicit(w->unordered, 1, memory_order_release);
+    atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
+    if (w->own_runs)
+        free((void *)w->runs);
+    if (w->owned)
+        free(w);
+}
+
 /* An issued request whose answer a flush of nm waits for (nm->hx_out, and w->unordered
  * when set; its waiter w owned): counted before it is sent (the answer may come at once),
  * and ended with the send's result rc: undone when it failed, else issued. Returns rc. */
@@ -138,16 +151,10 @@ static void hx_out_begin(rma_nm_tgt_t *nm, hx_wait_t *w)
 
 static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
 {
-    if (rc != 0) {
-        atomic_fetch_sub_explicit(&nm->hx_out, 1, memory_order_relaxed);
-        if (w->unordered != NULL)
-            atomic_fetch_sub_explicit(w->unordered, 1, memory_order_relaxed);
-        if (w->own_runs)
-            free((void *)w->runs);
-        free(w);
-    } else {
+    if (rc != 0)
+        hx_wait_end(w);
+    else
         rma_nm_issued(nm);
-    }
     return rc;
 }
 
@@ -190,38 +197,29 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
     if ((w = malloc(sizeof(*w))) == NULL)
         return -ENOMEM;
     /* freed by the answer's handler, which unpacks into the runs */
-    *w = (hx_wait_t){.left = left,
-                     .err = err,
+    *w = (hx_wait_t){.left = held ? &nm->hx_out : left,
+                     .err = held ? &nm->hx_err : err,
                      .owned = 1,
+                     .own_runs = held,
                      .runs = &hx->runs[first],
                      .nruns = nruns,
                      .skip = skip,
                      .bytes = bytes};
-    if (held) {
+    if (held) { /* hx is emptied once sent: the waiter keeps its own runs */
         rma_hx_run_t *copy = malloc((size_t)nruns * sizeof(*copy));
         if (copy == NULL) {
             free(w);
             return -ENOMEM;
         }
-        memcpy(copy, w->runs, (size_t)nruns * sizeof(*copy));
-        *w = (hx_wait_t){.left = &nm->hx_out,
-                         .err = &nm->hx_err,
-                         .owned = 1,
-                         .own_runs = 1,
-                         .runs = copy,
-                         .nruns = nruns,
-                         .skip = skip,
-                         .bytes = bytes};
+        w->runs = memcpy(copy, w->runs, (size_t)nruns * sizeof(*copy));
     }
     hx_hdr_init(&h, hx, nrec, bytes, w);
     atomic_fetch_add_explicit(w->left, 1, memory_order_relaxed);
     rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs));
     if (held)
         return hx_out_end(nm, w, rc);
-    if (rc != 0) {
-        atomic_fetch_sub_explicit(left, 1, memory_order_relaxed);
-        free(w);
-    }
+    if (rc != 0)
+        hx_wait_end(w);
     return rc;
 }
 
@@ -577,13 +575,7 @@ static void hx_answered(void *arg, int status)
 
     if (status != 0)
         atomic_store_explicit(w->err, status, memory_order_relaxed);
-    if (w->unordered != NULL)
-        atomic_fetch_sub_explicit(w->unordered, 1, memory_order_release);
-    atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
-    if (w->own_runs)
-        free((void *)w->runs);
-    if (w->owned)
-        free(w);
+    hx_wait_end(w);
 }
 
 /* Origin: the waiter an answer's header names, and its status in *status; NULL for a
