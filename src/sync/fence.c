@@ -6,13 +6,14 @@
 #include "sync/sync.h"
 #include "sync/wait.h"
 
-/* Barrier on the control segments. Every rank publishes its barrier count on its own cache
- * line of its node's segment, and adds one to its line in every other node's segment (a
- * network atomic through one rank of each node, which takes effect after our operations
- * there: barrier_order); then it waits until every rank's count in its own node's segment
- * reaches it: one store, one atomic per other node and n-1 local reads, no contended
- * read-modify-write. Large single-node groups: a central counter, whose last arrival
- * advances the round the others wait on. */
+/* Barrier on the control segments. Every rank adds one to its own cache line in every other
+ * node's segment (a network atomic through one rank of each node, which takes effect after
+ * our operations there: barrier_order), then publishes its barrier count on its line of its
+ * own node's segment (only then: a rank of our node that sees it may leave and read any
+ * node), then waits until every rank's count in its own node's segment reaches it: one
+ * store, one atomic per other node and n-1 local reads, no contended read-modify-write.
+ * Large single-node groups: a central counter, whose last arrival advances the round the
+ * others wait on. */
 #define FLAG_BARRIER_MAX 32
 
 /* Our arrival may count anywhere only once our operations took effect on every node: a
@@ -50,8 +51,6 @@ int rma_sync_barrier(rma_win_t *win)
     if (win->nranks <= FLAG_BARRIER_MAX || win->nreps > 0) {
         if (win->net && (rc = barrier_order(win, "MPI_Win_fence", &via)) != MPI_SUCCESS)
             return rc;
-        atomic_store_explicit(&rma_ctl_rank(ctl, win->rank)->bar_epoch, epoch,
-                              memory_order_release);
         for (int k = 0, first = via >= 0 ? win->targets[via].node : 0; k < win->nreps; k++) {
             int i = (first + k) % win->nreps; /* the carrier's node first */
             int r = i == first && via >= 0 ? via : win->reps[i];
@@ -60,6 +59,9 @@ int rma_sync_barrier(rma_win_t *win)
             if (rc != 0)
                 return rma_ctl_fail(win, "MPI_Win_fence", r, rc);
         }
+        /* last: a rank of our node that sees it may leave and read any node */
+        atomic_store_explicit(&rma_ctl_rank(ctl, win->rank)->bar_epoch, epoch,
+                              memory_order_release);
         for (int t = 0; t < win->nranks; t++) {
             _Atomic uint64_t *e = &rma_ctl_rank(ctl, t)->bar_epoch;
             while (atomic_load_explicit(e, memory_order_acquire) < epoch) {
