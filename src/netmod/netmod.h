@@ -21,6 +21,14 @@
 struct rma_netmod_ops;
 struct rma_hx_agg;
 
+/* What must happen before the first byte goes to a target: a lock that MPI_Win_lock left
+ * for later (sync/lock.c). While a target's gate is set, every transport call that would
+ * send to it first calls rma_nm_gate, whose open runs once (other threads wait for it) and
+ * clears the gate. */
+typedef struct rma_nm_gate {
+    int (*open)(struct rma_nm_gate *g); /* 0 or -errno */
+} rma_nm_gate_t;
+
 /* One (window, target) as the transport sees it. */
 typedef struct rma_nm_tgt {
     const struct rma_netmod_ops *ops; /* NULL: the target is reached only by load/store */
@@ -59,7 +67,16 @@ typedef struct rma_nm_tgt {
     _Atomic int primed;               /* ... a small one went on its own since the last flush
                                          (so the next are held back); a flush clears it
                                          even with nothing to complete */
+    rma_nm_gate_t *_Atomic gate;      /* set: opened before anything is sent to the target */
 } rma_nm_tgt_t;
+
+/* A transport calls this before it sends anything to t. 0 or -errno. */
+static inline int rma_nm_gate(rma_nm_tgt_t *t)
+{
+    rma_nm_gate_t *g = atomic_load_explicit(&t->gate, memory_order_acquire);
+
+    return g != NULL ? g->open(g) : 0;
+}
 
 /* An operation to t was issued (after the transport took it): a flush of t must run. The
  * count, not a flag, so that a flush on one thread cannot hide an operation another

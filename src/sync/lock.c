@@ -8,6 +8,8 @@
  */
 #include <stdlib.h>
 
+#include "mpid/rma/env.h"
+#include "mpid/rma/hx.h"
 #include "sync/ctl.h"
 #include "sync/sync.h"
 #include "sync/wait.h"
@@ -26,6 +28,7 @@
 #define LOCK_OFF(win, t) RMA_CTL_OFF(win, t, lock)
 #define LOCKG_OFF(win)   RMA_CTL_OFF(win, 0, lock_g)
 #define NEG(v)           ((uint64_t)0 - (v))
+#define SHARED_BUSY      (RMA_LOCK_EXCL | ~RMA_LOCK_SHARED) /* a shared locker steps back */
 
 /* Waits until (word & mask) == 0, backing off; the network moves meanwhile. */
 static int word_wait_clear(rma_win_t *win, int t, size_t off, uint64_t mask)
@@ -41,20 +44,39 @@ static int word_wait_clear(rma_win_t *win, int t, size_t off, uint64_t mask)
     return rc;
 }
 
-static int lock_shared(rma_win_t *win, int t, size_t off, uint64_t busy)
+/* One attempt: counts us at the word, or steps back when it shows (word & busy). 1 when
+ * taken, 0 when not, -errno. The step back waits for its old value, which completes it
+ * without a flush (a flush would send what aggregation holds: lazy_open). */
+static int lock_shared_try(rma_win_t *win, int t, size_t off, uint64_t busy)
 {
     uint64_t old;
     int rc;
 
-    for (;;) {
-        if ((rc = rma_ctl_fadd(win, t, off, 1, &old)) != 0)
+    if ((rc = rma_ctl_fadd(win, t, off, 1, &old)) != 0)
+        return rc;
+    if (!(old & busy))
+        return 1;
+    return (rc = rma_ctl_fadd(win, t, off, NEG(1), &old)) != 0 ? rc : 0;
+}
+
+static int lock_shared(rma_win_t *win, int t, size_t off, uint64_t busy)
+{
+    int rc;
+
+    while ((rc = lock_shared_try(win, t, off, busy)) == 0)
+        if ((rc = word_wait_clear(win, t, off, busy)) != 0)
             return rc;
-        if (!(old & busy))
-            return 0;
-        if ((rc = rma_ctl_add(win, t, off, NEG(1))) != 0 || (rc = rma_ctl_flush(win, t)) != 0 ||
-            (rc = word_wait_clear(win, t, off, busy)) != 0)
-            return rc;
-    }
+    return rc < 0 ? rc : 0;
+}
+
+int rma_lock_shared_here(rma_win_t *win)
+{
+    return lock_shared_try(win, win->rank, LOCK_OFF(win, win->rank), SHARED_BUSY) == 1;
+}
+
+void rma_unlock_shared_here(rma_win_t *win)
+{
+    rma_ctl_add(win, win->rank, LOCK_OFF(win, win->rank), NEG(1)); /* our word: a CPU atomic */
 }
 
 static int lock_exclusive(rma_win_t *win, int t)
@@ -91,7 +113,7 @@ static int lock_acquire(rma_win_t *win, int rank, int lock_type)
     int rc;
 
     if (lock_type == MPI_LOCK_SHARED)
-        return lock_shared(win, rank, LOCK_OFF(win, rank), RMA_LOCK_EXCL | ~RMA_LOCK_SHARED);
+        return lock_shared(win, rank, LOCK_OFF(win, rank), SHARED_BUSY);
     /* count ourselves at the global word, then wait for lock_all epochs to drain */
     if ((rc = rma_ctl_fadd(win, 0, LOCKG_OFF(win), RMA_LOCKG_EXCL, &old)) != 0)
         return rc;
@@ -100,13 +122,108 @@ static int lock_acquire(rma_win_t *win, int rank, int lock_type)
     return lock_exclusive(win, rank);
 }
 
+/* ------------------------------------------------------------------ lazy shared locks
+ *
+ * To a target reached over tcp alone (nm.am_rma), UCX's atomics on the lock word are active
+ * messages too, a round trip each: lock and unlock would be two round trips around an
+ * epoch whose small operations aggregation holds back anyway. So MPI_Win_lock(SHARED)
+ * there only sets the target's gate (netmod.h). If nothing else leaves for the target,
+ * MPI_Win_unlock sends what is held as one request flagged RMA_HX_F_SHARED: the target's
+ * agent takes the shared lock next to the memory (rma_lock_shared_here, the same protocol
+ * on the same word), serves it, releases the lock and answers - the epoch in one round
+ * trip. Anything that leaves for the target before (an operation not held back, a flush,
+ * puts and gets together) opens the gate first: the lock is taken as an eager one is, and
+ * the epoch goes on as one. */
+
+enum { LAZY_ARMED, LAZY_OPENING, LAZY_OPEN };
+
+typedef struct rma_lazy_lock {
+    rma_nm_gate_t gate; /* first: the gate's open finds the lock */
+    rma_win_t *win;
+    int rank;
+    _Atomic int state; /* LAZY_* */
+    int rc;            /* the opening's result, once LAZY_OPEN */
+} lazy_lock_t;
+
+/* The gate this thread opens: what it sends to the target meanwhile passes. */
+static __thread lazy_lock_t *lazy_mine;
+
+static int lazy_open(rma_nm_gate_t *g)
+{
+    lazy_lock_t *l = (lazy_lock_t *)g;
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    int armed = LAZY_ARMED;
+
+    if (lazy_mine == l)
+        return 0;
+    if (atomic_compare_exchange_strong(&l->state, &armed, LAZY_OPENING)) {
+        lazy_mine = l;
+        l->rc = lock_shared(l->win, l->rank, LOCK_OFF(l->win, l->rank), SHARED_BUSY);
+        lazy_mine = NULL;
+        atomic_store_explicit(&l->win->targets[l->rank].nm.gate, NULL, memory_order_release);
+        atomic_store_explicit(&l->state, LAZY_OPEN, memory_order_release);
+        return l->rc;
+    }
+    while (atomic_load_explicit(&l->state, memory_order_acquire) != LAZY_OPEN) {
+        rma_ctl_progress(l->win); /* another thread of ours takes the lock */
+        rma_backoff(&bo);
+    }
+    return l->rc;
+}
+
+/* MPI_Win_lock(SHARED) on target t: 1 when the lock is left for later, 0 when it is to be
+ * taken now. */
+static int lazy_arm(rma_win_t *win, int t)
+{
+    rma_target_t *tg = &win->targets[t];
+    lazy_lock_t *l;
+
+    if (!rma_env.lock_lazy || tg->local || tg->nm.ops == NULL || !tg->nm.am_rma ||
+        tg->nm.aggregate == 0 || (l = malloc(sizeof(*l))) == NULL)
+        return 0;
+    *l = (lazy_lock_t){.gate = {lazy_open}, .win = win, .rank = t};
+    tg->lazy = l;
+    atomic_store_explicit(&tg->nm.gate, &l->gate, memory_order_release);
+    return 1;
+}
+
+/* MPI_Win_unlock of a lock left for later: the epoch as one request (or nothing, when it
+ * had no operation), answered on return. 0: released; 1: the lock is held now (it was
+ * taken on the way, or here because the epoch is not one request), the caller releases it;
+ * or -errno (then the lock is not held). */
+static int lazy_release(rma_win_t *win, int t)
+{
+    rma_target_t *tg = &win->targets[t];
+    lazy_lock_t *l = tg->lazy;
+    int armed = LAZY_ARMED, rc;
+
+    tg->lazy = NULL;
+    if (atomic_compare_exchange_strong(&l->state, &armed, LAZY_OPENING)) {
+        lazy_mine = l;
+        rc = rma_hx_agg_shared(win, t);
+        if (rc == 0)
+            rc = rma_ctl_flush(win, t); /* the answer: served and released at the target */
+        else if (rc == 1 && (rc = lock_shared(win, t, LOCK_OFF(win, t), SHARED_BUSY)) == 0)
+            rc = 1;
+        lazy_mine = NULL;
+        atomic_store_explicit(&tg->nm.gate, NULL, memory_order_release);
+    } else {
+        rc = l->rc == 0 ? 1 : l->rc;
+    }
+    free(l);
+    return rc;
+}
+
 /* Releases a lock; operations to the target take effect there first. */
 static int lock_release(rma_win_t *win, int rank, int lock_type)
 {
     int rc;
 
-    if (lock_type == MPI_LOCK_SHARED)
+    if (lock_type == MPI_LOCK_SHARED) {
+        if (win->targets[rank].lazy != NULL && (rc = lazy_release(win, rank)) != 1)
+            return rc;
         return rma_ctl_notify(win, rank, LOCK_OFF(win, rank), NEG(1));
+    }
     /* exclusive release subtracts its bit (shared lockers may be passing through), then
      * our count at the global word, after which lock_all epochs reach the target: our
      * operations there must have taken effect by then */
@@ -264,7 +381,7 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
         goto out;
     }
     tg->lock_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
-    if (!tg->lock_nocheck) {
+    if (!tg->lock_nocheck && !(lock_type == MPI_LOCK_SHARED && lazy_arm(win, rank))) {
         tg->lock_pending = 1;
         win->locks_pending++;
         pthread_mutex_unlock(&win->mtx);

@@ -26,6 +26,11 @@ int rma_wait(rma_win_t *win);
 int rma_test(rma_win_t *win, int *flag);
 int rma_lock(rma_win_t *win, int lock_type, int rank, int assert);
 int rma_unlock(rma_win_t *win, int rank);
+/* A shared lock on this process's own window memory for whoever serves an off-node
+ * origin's request here (mpid/rma/hx.c): one attempt of the lock protocol, 1 when taken, 0
+ * when an exclusive lock is held or wanted (try again later); and its release. */
+int rma_lock_shared_here(rma_win_t *win);
+void rma_unlock_shared_here(rma_win_t *win);
 int rma_lock_all(rma_win_t *win, int assert);
 int rma_unlock_all(rma_win_t *win);
 /* MPI_ERR_RMA_SYNC (raised) when the window is inside an epoch MPI_Win_free must not see. */

@@ -183,6 +183,7 @@ typedef struct rma_target {
     struct rma_dyn_cache *dcache; /* off-node dynamic targets: regions and keys fetched */
     MPI_Win peer_win;             /* the target's handle of this window ... */
     uint32_t peer_serial;         /* ... and its serial number there */
+    struct rma_lazy_lock *lazy;   /* a shared lock MPI_Win_lock left for later (sync/lock.c) */
 } rma_target_t;
 
 typedef struct rma_attr {

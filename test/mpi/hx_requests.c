@@ -176,6 +176,16 @@ static void run(int dynamic, int t)
         q.rec[1] = q.rec[0];
         q.h.bytes = 16;
         CASE("rendezvous get of two records", send_req(win, t, &q, sizeof(q.h), 2, 0, 0));
+        /* the whole of a shared-lock epoch (RMA_HX_F_SHARED): checked before the lock */
+        req_init(&q, tg, RMA_HX_PUT, end - 4, 8);
+        q.h.flags = RMA_HX_F_SHARED;
+        CASE("shared-lock put past the end", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_ACC, base + 8, 8);
+        q.h.flags = RMA_HX_F_SHARED;
+        CASE("shared-lock accumulate", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_GET, base + 8, 8);
+        q.h.flags = RMA_HX_F_SHARED | RMA_HX_F_RNDV;
+        CASE("shared-lock rendezvous get", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
         for (int i = 0; i < n; i++)
             CHECK(cases[i].rc == -EINVAL, "request '%s': status %d, expected %d (-EINVAL)",
                   cases[i].what, cases[i].rc, -EINVAL);
@@ -191,6 +201,14 @@ static void run(int dynamic, int t)
         q.h.flags = RMA_HX_F_RNDV;
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0,
               "a well-formed rendezvous get was refused");
+        req_init(&q, tg, RMA_HX_PUT, base + GOOD_OFF, 8);
+        q.h.flags = RMA_HX_F_SHARED;
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0,
+              "a well-formed shared-lock put was refused");
+        req_init(&q, tg, RMA_HX_GET, base + GOOD_OFF, 8);
+        q.h.flags = RMA_HX_F_SHARED;
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0,
+              "a well-formed shared-lock get was refused");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == t) {
@@ -203,7 +221,12 @@ static void run(int dynamic, int t)
         CHECK(bad == 0, "%d bytes changed", bad);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    /* the target went on: ordinary operations still work */
+    /* the target went on: ordinary operations still work, and no shared-lock request left
+     * its count on the lock word (an exclusive lock would wait for it forever) */
+    if (rank == 0) {
+        MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, win));
+        MPI_OK(MPI_Win_unlock(t, win));
+    }
     MPI_OK(MPI_Win_lock_all(0, win));
     if (rank == 0) {
         uint64_t v = 0x1122334455667788ull;

@@ -22,6 +22,7 @@ rma_env_t rma_env = {
     .rndv = 128 << 10,
     .ucx_alloc = 1,
     .ordered = 1,
+    .lock_lazy = 1,
 };
 
 static const char *const agent_names[] = {"block", "poll", "off"};
@@ -76,6 +77,7 @@ void rma_env_init(void)
         rma_env.rndv = rma_env.hx_piece + 1;
     rma_env.ucx_alloc = (int)env_long("RMA_ALLOC_UCX", rma_env.ucx_alloc, 0, 1);
     rma_env.ordered = (int)env_long("RMA_ORDERED", rma_env.ordered, 0, 1);
+    rma_env.lock_lazy = (int)env_long("RMA_LOCK_LAZY", rma_env.lock_lazy, 0, 1);
     const char *c = getenv("RMA_AGENT_CPU");
     if (c != NULL && *c != '\0') {
         if (strcmp(c, "auto") == 0)
@@ -170,4 +172,10 @@ void rma_env_print(FILE *out)
             "notification right behind the operations and flushes once (1), or flushes before "
             "it too (0)\n",
             rma_env.ordered);
+    fprintf(out,
+            "RMA_LOCK_LAZY=%d        MPI_Win_lock(MPI_LOCK_SHARED) on a target reached over tcp "
+            "alone leaves the lock to MPI_Win_unlock, which sends the epoch's puts or gets as "
+            "one request that the target's agent serves under the lock: one round trip for "
+            "the epoch (1); or takes the lock at once (0)\n",
+            rma_env.lock_lazy);
 }

@@ -31,6 +31,8 @@ typedef struct rma_env {
                          segment */
     int ordered;         /* RMA_ORDERED: a notification (unlock, fence, complete) to a target whose
                          transport keeps issue order follows its operations without a flush */
+    int lock_lazy;       /* RMA_LOCK_LAZY: a shared lock on a target reached over tcp alone is
+                         taken by the target's agent with the epoch's operations (sync/lock.c) */
 } rma_env_t;
 
 #define RMA_AGGREGATE_AM (64u << 10)

@@ -17,6 +17,7 @@
 #include "mpid/rma/acc.h"
 #include "mpid/rma/env.h"
 #include "netmod/ucx/nm_ucx.h"
+#include "sync/sync.h"
 #include "sync/wait.h"
 
 #define HX_MAX_REC   1024       /* records in one request */
@@ -118,6 +119,7 @@ static void hx_hdr_init(rma_hx_hdr_t *h, const rma_hx_t *hx, uint32_t nrec, uint
 
     *h = (rma_hx_hdr_t){.magic = RMA_HX_MAGIC,
                         .kind = hx->write ? RMA_HX_PUT : RMA_HX_GET,
+                        .flags = hx->flags,
                         .win = (int32_t)tg->peer_win,
                         .serial = tg->peer_serial,
                         .origin = hx->win->world[hx->win->rank],
@@ -554,6 +556,33 @@ static int agg_acc(rma_hx_t *hx, int op, MPI_Datatype basic, const char *opk)
     return 0;
 }
 
+int rma_hx_agg_shared(rma_win_t *win, int trank)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    rma_hx_agg_t *a = nm->agg;
+    int rc = 0;
+
+    if (a == NULL)
+        return 0;
+    agg_lock(a);
+    if (a->nrec > 0 ? a->gets.nruns > 0 || a->h.kind != RMA_HX_PUT
+                    : a->gets.bytes > rma_env.hx_msg) {
+        agg_unlock(a);
+        return 1;
+    }
+    if (a->nrec > 0) {
+        a->h.flags = RMA_HX_F_SHARED;
+        rc = agg_send(nm, a);
+        a->h.flags = 0;
+    } else if (a->gets.nruns > 0) {
+        a->gets.flags = RMA_HX_F_SHARED;
+        rc = agg_send_gets(a);
+        a->gets.flags = 0;
+    }
+    agg_unlock(a);
+    return rc;
+}
+
 int rma_hx_in_flight(rma_nm_tgt_t *nm)
 {
     return atomic_load_explicit(&nm->hx_out, memory_order_acquire) > 0 ||
@@ -790,8 +819,9 @@ static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_
         return "bad header";
     if (h->kind != RMA_HX_PUT && h->kind != RMA_HX_GET && h->kind != RMA_HX_ACC)
         return "unknown request kind";
-    if ((h->flags & ~RMA_HX_F_RNDV) != 0 ||
-        ((h->flags & RMA_HX_F_RNDV) && (h->kind == RMA_HX_ACC || h->nrec != 1)))
+    if ((h->flags & ~(RMA_HX_F_RNDV | RMA_HX_F_SHARED)) != 0 ||
+        ((h->flags & RMA_HX_F_RNDV) && (h->kind == RMA_HX_ACC || h->nrec != 1)) ||
+        ((h->flags & RMA_HX_F_SHARED) && (h->kind == RMA_HX_ACC || (h->flags & RMA_HX_F_RNDV))))
         return "bad flags";
     win = rma_win_lookup((MPI_Win)h->win);
     if (win == NULL || win->serial != h->serial || !win->net)
@@ -858,8 +888,9 @@ static void hx_scatter_gather(const rma_hx_rec_t *recs, uint32_t nrec, char *dat
         }
 }
 
-/* Serves one request; -EAGAIN when an accumulate found a stripe taken (it is served again
- * later), else 0 (answered, or dropped with one line on stderr). */
+/* Serves one request; -EAGAIN when an accumulate found a stripe taken, or an epoch under a
+ * shared lock (RMA_HX_F_SHARED) the lock taken (it is served again later), else 0
+ * (answered, or dropped with one line on stderr). */
 static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
 {
     const rma_hx_hdr_t *h = hdr;
@@ -894,7 +925,9 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
         if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
             pthread_mutex_lock(&win->dyn_mtx);
         why = hx_check_recs(win, recs, h->nrec, h->bytes, esize);
-        if (why == NULL && h->kind == RMA_HX_ACC) {
+        if (why == NULL && (h->flags & RMA_HX_F_SHARED) && !rma_lock_shared_here(win)) {
+            rc = -EAGAIN; /* an exclusive lock is held or wanted: served later */
+        } else if (why == NULL && h->kind == RMA_HX_ACC) {
             rc = rma_acc_serve(win, recs, h->nrec, h->acc, h->op, (MPI_Datatype)h->basic,
                                len > rbytes + cmp ? body + cmp : NULL, cmp ? body : NULL,
                                fetch ? out + sizeof(a) : NULL);
@@ -905,6 +938,8 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
         } else if (why == NULL) {
             hx_scatter_gather(recs, h->nrec, h->kind == RMA_HX_PUT ? (char *)body : out + sizeof(a),
                               h->kind == RMA_HX_PUT);
+            if (h->flags & RMA_HX_F_SHARED)
+                rma_unlock_shared_here(win);
         }
         if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
             pthread_mutex_unlock(&win->dyn_mtx);
@@ -977,20 +1012,29 @@ static void hx_serve(const void *hdr, size_t hlen, const void *data, size_t len,
     pthread_mutex_unlock(&later_mtx);
 }
 
-/* The network's idle hook: serves the requests left for later, in order, until one still
- * finds its stripes taken. Returns how many are left. */
+/* The network's idle hook: serves the requests left for later, in order, until an
+ * accumulate still finds its stripes taken. An epoch still waiting for its shared lock is
+ * passed over: nothing else of its origin's comes before it is answered, and the
+ * accumulates behind it may be what the exclusive holder's unlock waits for. Returns how
+ * many are left. */
 static int hx_serve_later(void)
 {
+    hx_later_t **p = &later_head;
+
     if (atomic_load_explicit(&later_n, memory_order_acquire) == 0)
         return 0;
     pthread_mutex_lock(&later_mtx);
-    while (later_head != NULL) {
-        hx_later_t *l = later_head;
-        if (hx_handle(l->buf, l->hlen, l->buf + l->hlen, l->len, l->reply_ep) == -EAGAIN)
-            break;
-        later_head = l->next;
-        if (later_head == NULL)
-            later_tail = &later_head;
+    while (*p != NULL) {
+        hx_later_t *l = *p;
+        if (hx_handle(l->buf, l->hlen, l->buf + l->hlen, l->len, l->reply_ep) == -EAGAIN) {
+            if (!(((const rma_hx_hdr_t *)l->buf)->flags & RMA_HX_F_SHARED))
+                break;
+            p = &l->next;
+            continue;
+        }
+        *p = l->next;
+        if (*p == NULL)
+            later_tail = p;
         atomic_fetch_sub_explicit(&later_n, 1, memory_order_release);
         free(l);
     }

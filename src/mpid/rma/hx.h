@@ -29,6 +29,12 @@ enum { RMA_HX_PUT = 1, RMA_HX_GET, RMA_HX_ACC };
  * straight from window memory, which the origin receives into its buffer. */
 #define RMA_HX_F_RNDV 0x1u
 
+/* The whole of a passive-target epoch under a shared lock that MPI_Win_lock left for later
+ * (sync/lock.c): the target's agent takes the shared lock on its window memory, serves the
+ * request (a put or a get), releases the lock and answers; while an exclusive lock is held
+ * or wanted there, the request waits at the agent. */
+#define RMA_HX_F_SHARED 0x2u
+
 /* A request: the header, then nrec records, then the data: for a put the bytes the records
  * cover, in record order; for an accumulate (RMA_HX_ACC) the compare element of a
  * compare-and-swap, then the origin's elements (none for MPI_NO_OP). */
@@ -79,7 +85,8 @@ typedef struct rma_hx_run {
 typedef struct rma_hx {
     rma_win_t *win;
     int trank;
-    int write; /* 1: put (or accumulate) */
+    int write;     /* 1: put (or accumulate) */
+    uint8_t flags; /* RMA_HX_F_* of every request sent for it */
     rma_hx_run_t *runs;
     int nruns, cap;
     uint64_t pieces, bytes;
@@ -141,6 +148,13 @@ void rma_hx_agg_primed(rma_nm_tgt_t *nm);
  * get of n bytes from target address ta into buf and returns 0, or returns 1 (the caller
  * moves it), or -errno. */
 int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n);
+
+/* Sends what aggregation holds back for target trank as the whole of an epoch under a
+ * shared lock the target's agent takes (RMA_HX_F_SHARED), when it is one request: puts
+ * alone, or gets alone within one request. Then, and when nothing is held, returns 0 (a
+ * flush completes what was sent); 1 when it is not one such request (nothing was sent);
+ * or -errno. */
+int rma_hx_agg_shared(rma_win_t *win, int trank);
 
 /* 1 when requests to nm's target's agent are held back or not acknowledged yet: an
  * accumulate that takes another path (network atomics, origin-side) flushes them first. */

@@ -341,7 +341,9 @@ static int am_send(ucp_ep_h ep, unsigned id, const void *hdr, size_t hlen, const
 int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen, const void *data,
                        size_t len)
 {
-    return am_send(t->ep, id, hdr, hlen, data, len, UCP_AM_SEND_FLAG_REPLY);
+    int rc = rma_nm_gate(t);
+
+    return rc != 0 ? rc : am_send(t->ep, id, hdr, hlen, data, len, UCP_AM_SEND_FLAG_REPLY);
 }
 
 /* Sends without waiting: hdr (from malloc, freed when the send completes), then len bytes
@@ -384,8 +386,11 @@ static void *dup_hdr(const void *hdr, size_t hlen)
 int rma_ucx_am_request_rndv(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen,
                             const void *data, size_t len)
 {
-    void *copy = dup_hdr(hdr, hlen);
+    int rc = rma_nm_gate(t);
+    void *copy = rc == 0 ? dup_hdr(hdr, hlen) : NULL;
 
+    if (rc != 0)
+        return rc;
     return copy == NULL ? -ENOMEM
                         : am_post(t->ep, id, copy, hlen, data, len,
                                   UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV);
@@ -755,10 +760,13 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
                     const struct iovec *remote, int n, int write)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
+    int rc = rma_nm_gate(t);
 
+    if (rc != 0)
+        return rc;
     for (int i = 0; i < n; i++) {
         uint64_t raddr = (uint64_t)(uintptr_t)remote[i].iov_base;
-        int rc = post_req(
+        rc = post_req(
             write ? ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p)
                   : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p));
         if (rc != 0) {
@@ -796,8 +804,10 @@ static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t 
     } v, r;
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
                              .datatype = ucp_dt_make_contig(size)};
-    int rc;
+    int rc = rma_nm_gate(t);
 
+    if (rc != 0)
+        return rc;
     /* CSWAP: the buffer holds the value compared, the reply buffer the new one */
     if (op == RMA_NM_AMO_CSWAP) {
         uint64_t x = value;
@@ -837,8 +847,10 @@ static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintp
 {
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
                              .datatype = ucp_dt_make_contig(size)};
-    int rc;
+    int rc = rma_nm_gate(t);
 
+    if (rc != 0)
+        return rc;
     if (reply != NULL) {
         if (op >= RMA_NM_AMO_AND) /* not fetched (netmod.h) */
             return -EINVAL;
