@@ -387,10 +387,11 @@ int rma_ucx_am_request_rndv(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_
                             const void *data, size_t len)
 {
     int rc = rma_nm_gate(t);
-    void *copy = rc == 0 ? dup_hdr(hdr, hlen) : NULL;
+    void *copy;
 
     if (rc != 0)
         return rc;
+    copy = dup_hdr(hdr, hlen);
     return copy == NULL ? -ENOMEM
                         : am_post(t->ep, id, copy, hlen, data, len,
                                   UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV);
