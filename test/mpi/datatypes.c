@@ -360,9 +360,11 @@ static void large_vector(int create)
             CHECK(0, "large vector get: res[%d] = %d, want %d", i, res[i], want);
     }
     CHECK(bad == 0, "large vector get: %d wrong bytes", bad);
-    /* off-node, the million pieces travel to the target's agent in a few host-assisted
-     * requests (one RDMA each would take tens of seconds) */
-    double limit = (rt_world_spans_nodes() || rt_netmod_only()) ? 5.0 : 1.0;
+    /* a sanity bound, not a speed target (bench/ has those): off-node, the million pieces
+     * travel to the target's agent in a few host-assisted requests (one RDMA each would take
+     * tens of seconds); on one node a create window's go through CMA, 512 per system call,
+     * 0.9-1.0 s on a 2-core machine that is running other tests beside this one */
+    double limit = 5.0;
     CHECK(tput < limit && tget < limit, "vector of 1<<20 elements: put %.3f s, get %.3f s", tput,
           tget);
     if (rank == 0)
