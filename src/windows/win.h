@@ -184,6 +184,7 @@ typedef struct rma_target {
     MPI_Win peer_win;             /* the target's handle of this window ... */
     uint32_t peer_serial;         /* ... and its serial number there */
     struct rma_lazy_lock *lazy;   /* a shared lock MPI_Win_lock left for later (sync/lock.c) */
+    uint64_t stripes_marked[4];   /* off node: stripes of its node seen marked (marks stay) */
 } rma_target_t;
 
 typedef struct rma_attr {

@@ -14,30 +14,25 @@
 
 static int ITER = 4000; /* operations of each kind per rank and phase (env ACC_ITER) */
 #define NPHASE 3
-#define NARR 16
-
-enum { F_CREATE, F_ALLOCATE, F_SHARED, F_DYNAMIC, NFLAVORS };
-static const char *fname[] = {"create", "allocate", "shared", "dynamic"};
+#define NARR   16
 
 /* rank 0's window layout (bytes); c1 and c2 share a cache line, so do arr's elements */
-#define O_TICKET 0   /* long long: fetch_and_op SUM 1 */
-#define O_ACC 64     /* int: accumulate SUM rank+1 */
-#define O_GACC 72    /* double: get_accumulate SUM 1.0 */
-#define O_CAS 128    /* int: compare_and_swap increment loop */
-#define O_LDBL 192   /* long double: get_accumulate SUM 1 (stripe locked) */
-#define O_MIS 257    /* int64, misaligned: get_accumulate SUM 1 */
-#define O_XCHG 280   /* long long: fetch_and_op REPLACE with unique values */
-#define O_MAXLOC 296 /* 2INT: accumulate MAXLOC */
-#define O_ARR 320    /* int[NARR]: accumulate SUM 1 on all, and 1 on arr[rank] */
+#define O_TICKET  0   /* long long: fetch_and_op SUM 1 */
+#define O_ACC     64  /* int: accumulate SUM rank+1 */
+#define O_GACC    72  /* double: get_accumulate SUM 1.0 */
+#define O_CAS     128 /* int: compare_and_swap increment loop */
+#define O_LDBL    192 /* long double: get_accumulate SUM 1 (stripe locked) */
+#define O_MIS     257 /* int64, misaligned: get_accumulate SUM 1 */
+#define O_XCHG    280 /* long long: fetch_and_op REPLACE with unique values */
+#define O_MAXLOC  296 /* 2INT: accumulate MAXLOC */
+#define O_ARR     320 /* int[NARR]: accumulate SUM 1 on all, and 1 on arr[rank] */
 #define WIN_BYTES 512
 
 static int rank, nprocs;
 
 static void run(int flavor)
 {
-    MPI_Win win;
-    char *mem = NULL;
-    MPI_Aint base = 0;
+    rt_win_t w;
     long long *tk = malloc(sizeof(long long) * ITER * NPHASE * 5), *xg;
     long long *t_fop = tk, *t_gacc = tk + ITER * NPHASE, *t_cas = tk + 2 * ITER * NPHASE;
     long long *t_ldbl = tk + 3 * ITER * NPHASE, *t_mis = tk + 4 * ITER * NPHASE;
@@ -48,29 +43,10 @@ static void run(int flavor)
     xg = malloc(sizeof(long long) * (ITER * NPHASE + 1));
     for (int i = 0; i < NARR; i++)
         ones[i] = 1;
-    switch (flavor) {
-    case F_CREATE:
-        mem = calloc(1, WIN_BYTES);
-        MPI_OK(MPI_Win_create(mem, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-        break;
-    case F_ALLOCATE:
-        MPI_OK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
-        memset(mem, 0, WIN_BYTES);
-        break;
-    case F_SHARED:
-        MPI_OK(MPI_Win_allocate_shared(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
-        memset(mem, 0, WIN_BYTES);
-        break;
-    case F_DYNAMIC:
-        mem = calloc(1, WIN_BYTES);
-        MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-        if (rank == 0)
-            MPI_OK(MPI_Win_attach(win, mem, WIN_BYTES));
-        MPI_Get_address(mem, &base);
-        break;
-    }
-    /* rank 0's memory is zero; this bcast also orders it before every peer's first access */
-    MPI_Bcast(&base, 1, MPI_AINT, 0, MPI_COMM_WORLD);
+    rt_win_open(&w, flavor, WIN_BYTES, 1);
+    MPI_Win win = w.win;
+    char *mem = w.mem;
+    MPI_Aint base = w.base;
 
     int k = 0;
     for (int phase = 0; phase < NPHASE; phase++) {
@@ -88,8 +64,8 @@ static void run(int flavor)
             MPI_OK(MPI_Fetch_and_op(&one_ll, &r, MPI_LONG_LONG, 0, base + O_TICKET, MPI_SUM, win));
             t_fop[k] = r;
             MPI_OK(MPI_Accumulate(&val, 1, MPI_INT, 0, base + O_ACC, 1, MPI_INT, MPI_SUM, win));
-            MPI_OK(MPI_Get_accumulate(&d1, 1, MPI_DOUBLE, &dr, 1, MPI_DOUBLE, 0, base + O_GACC,
-                                      1, MPI_DOUBLE, MPI_SUM, win));
+            MPI_OK(MPI_Get_accumulate(&d1, 1, MPI_DOUBLE, &dr, 1, MPI_DOUBLE, 0, base + O_GACC, 1,
+                                      MPI_DOUBLE, MPI_SUM, win));
             t_gacc[k] = (long long)dr;
             for (long tries = 0;; tries++) {
                 MPI_OK(MPI_Fetch_and_op(NULL, &cur, MPI_INT, 0, base + O_CAS, MPI_NO_OP, win));
@@ -107,17 +83,17 @@ static void run(int flavor)
             MPI_OK(MPI_Get_accumulate(&l1, 1, MPI_LONG_DOUBLE, &lr, 1, MPI_LONG_DOUBLE, 0,
                                       base + O_LDBL, 1, MPI_LONG_DOUBLE, MPI_SUM, win));
             t_ldbl[k] = (long long)lr;
-            MPI_OK(MPI_Get_accumulate(&one_ll, 1, MPI_INT64_T, &r, 1, MPI_INT64_T, 0,
-                                      base + O_MIS, 1, MPI_INT64_T, MPI_SUM, win));
+            MPI_OK(MPI_Get_accumulate(&one_ll, 1, MPI_INT64_T, &r, 1, MPI_INT64_T, 0, base + O_MIS,
+                                      1, MPI_INT64_T, MPI_SUM, win));
             t_mis[k] = r;
-            MPI_OK(MPI_Fetch_and_op(&uniq, &xg[k], MPI_LONG_LONG, 0, base + O_XCHG, MPI_REPLACE,
-                                    win));
-            MPI_OK(MPI_Accumulate(pair, 1, MPI_2INT, 0, base + O_MAXLOC, 1, MPI_2INT,
-                                  MPI_MAXLOC, win));
-            MPI_OK(MPI_Accumulate(ones, NARR, MPI_INT, 0, base + O_ARR, NARR, MPI_INT, MPI_SUM,
+            MPI_OK(
+                MPI_Fetch_and_op(&uniq, &xg[k], MPI_LONG_LONG, 0, base + O_XCHG, MPI_REPLACE, win));
+            MPI_OK(MPI_Accumulate(pair, 1, MPI_2INT, 0, base + O_MAXLOC, 1, MPI_2INT, MPI_MAXLOC,
                                   win));
-            MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, 0, base + O_ARR + 4 * (rank % NARR), 1,
-                                  MPI_INT, MPI_SUM, win));
+            MPI_OK(
+                MPI_Accumulate(ones, NARR, MPI_INT, 0, base + O_ARR, NARR, MPI_INT, MPI_SUM, win));
+            MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, 0, base + O_ARR + 4 * (rank % NARR), 1, MPI_INT,
+                                  MPI_SUM, win));
             if (phase == 0 && i % 64 == 63)
                 MPI_OK(MPI_Win_flush(0, win));
             if (phase == 1 && (i % 50 == 49 || i == ITER - 1))
@@ -130,7 +106,7 @@ static void run(int flavor)
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
-    snprintf(what, sizeof(what), "%s", fname[flavor]);
+    snprintf(what, sizeof(what), "%s", rt_flavor_name[flavor]);
     long long total = (long long)ITER * NPHASE * nprocs;
     if (rank == 0) {
         long long ll;
@@ -148,8 +124,7 @@ static void run(int flavor)
         memcpy(&iv, mem + O_CAS, 4);
         CHECK(iv == total, "%s: compare_and_swap counter %d, want %lld", what, iv, total);
         memcpy(&lv, mem + O_LDBL, sizeof(lv));
-        CHECK(lv == (long double)total, "%s: long double counter %Lg, want %lld", what, lv,
-              total);
+        CHECK(lv == (long double)total, "%s: long double counter %Lg, want %lld", what, lv, total);
         memcpy(&mv, mem + O_MIS, 8);
         CHECK(mv == total, "%s: misaligned counter %lld, want %lld", what, (long long)mv, total);
         /* MAXLOC: largest value, smallest index among equals */
@@ -161,23 +136,23 @@ static void run(int flavor)
                     bv = v, bi = ix;
             }
         memcpy(pair, mem + O_MAXLOC, 8);
-        CHECK(pair[0] == bv && pair[1] == bi, "%s: maxloc (%d, %d), want (%d, %d)", what,
-              pair[0], pair[1], bv, bi);
+        CHECK(pair[0] == bv && pair[1] == bi, "%s: maxloc (%d, %d), want (%d, %d)", what, pair[0],
+              pair[1], bv, bi);
         for (int j = 0; j < NARR; j++) {
             int want = (int)total + (j < nprocs ? ITER * NPHASE : 0);
             memcpy(&iv, mem + O_ARR + 4 * j, 4);
             CHECK(iv == want, "%s: arr[%d] = %d, want %d", what, j, iv, want);
         }
     }
-    snprintf(what, sizeof(what), "%s fetch_and_op tickets", fname[flavor]);
+    snprintf(what, sizeof(what), "%s fetch_and_op tickets", rt_flavor_name[flavor]);
     rt_check_permutation(t_fop, ITER * NPHASE, what);
-    snprintf(what, sizeof(what), "%s get_accumulate double tickets", fname[flavor]);
+    snprintf(what, sizeof(what), "%s get_accumulate double tickets", rt_flavor_name[flavor]);
     rt_check_permutation(t_gacc, ITER * NPHASE, what);
-    snprintf(what, sizeof(what), "%s compare_and_swap tickets", fname[flavor]);
+    snprintf(what, sizeof(what), "%s compare_and_swap tickets", rt_flavor_name[flavor]);
     rt_check_permutation(t_cas, ITER * NPHASE, what);
-    snprintf(what, sizeof(what), "%s long double tickets", fname[flavor]);
+    snprintf(what, sizeof(what), "%s long double tickets", rt_flavor_name[flavor]);
     rt_check_permutation(t_ldbl, ITER * NPHASE, what);
-    snprintf(what, sizeof(what), "%s misaligned tickets", fname[flavor]);
+    snprintf(what, sizeof(what), "%s misaligned tickets", rt_flavor_name[flavor]);
     rt_check_permutation(t_mis, ITER * NPHASE, what);
     /* exchange: the fetched values plus the final one are 0 and every value written, once */
     if (rank == 0)
@@ -194,22 +169,18 @@ static void run(int flavor)
                 if (all[i] >= 0)
                     all[m++] = all[i];
             qsort(all, m, sizeof(long long), rt_cmp_ll);
-            CHECK(m == (int)total + 1, "%s: %d exchanged values, want %lld", fname[flavor], m,
-                  total + 1);
+            CHECK(m == (int)total + 1, "%s: %d exchanged values, want %lld", rt_flavor_name[flavor],
+                  m, total + 1);
             for (int i = 0; i < m; i++)
                 bad += all[i] != i;
             CHECK(bad == 0, "%s: exchanged values lost or duplicated (%d wrong)",
-                  fname[flavor], bad);
+                  rt_flavor_name[flavor], bad);
             free(all);
         }
     }
-    if (flavor == F_DYNAMIC && rank == 0)
-        MPI_OK(MPI_Win_detach(win, mem));
-    MPI_OK(MPI_Win_free(&win));
-    if (flavor == F_CREATE || flavor == F_DYNAMIC)
-        free(mem);
+    rt_win_close(&w);
     if (rank == 0 && getenv("ACC_VERBOSE"))
-        printf("%s: %ld compare_and_swap retries on rank 0\n", fname[flavor], cas_retries);
+        printf("%s: %ld compare_and_swap retries on rank 0\n", rt_flavor_name[flavor], cas_retries);
     free(tk);
     free(xg);
 }
@@ -221,14 +192,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (getenv("ACC_ITER"))
         ITER = atoi(getenv("ACC_ITER"));
-    for (int f = 0; f < NFLAVORS; f++) {
-        /* shared windows need ranks that share memory: not across nodes */
-        if (f == F_SHARED && rt_world_spans_nodes()) {
-            if (rank == 0)
-                printf("shared flavor skipped: MPI_COMM_WORLD spans nodes\n");
-            continue;
-        }
-        run(f);
-    }
+    for (int f = 0; f < RT_NFLAVORS; f++)
+        if (!rt_flavor_skipped(f))
+            run(f);
     return rt_finish("acc_contend");
 }

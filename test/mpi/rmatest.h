@@ -12,32 +12,31 @@
 
 static int rt_checks, rt_fails, rt_rank = -1;
 
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        rt_checks++;                                                                          \
-        if (!(cond)) {                                                                        \
-            rt_fails++;                                                                       \
-            fprintf(stderr, "[%d] FAIL %s:%d: %s: ", rt_rank, __FILE__, __LINE__, #cond);     \
-            fprintf(stderr, __VA_ARGS__);                                                     \
-            fprintf(stderr, "\n");                                                            \
-        }                                                                                     \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        rt_checks++;                                                                               \
+        if (!(cond)) {                                                                             \
+            rt_fails++;                                                                            \
+            fprintf(stderr, "[%d] FAIL %s:%d: %s: ", rt_rank, __FILE__, __LINE__, #cond);          \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
     } while (0)
 
 /* An MPI call that must succeed. */
-#define MPI_OK(call)                                                                          \
-    do {                                                                                      \
-        int rt_rc_ = (call);                                                                  \
-        CHECK(rt_rc_ == MPI_SUCCESS, "%s returned %d", #call, rt_rc_);                        \
+#define MPI_OK(call)                                                                               \
+    do {                                                                                           \
+        int rt_rc_ = (call);                                                                       \
+        CHECK(rt_rc_ == MPI_SUCCESS, "%s returned %d", #call, rt_rc_);                             \
     } while (0)
 
 /* An MPI call that must fail with error class `cls`. */
-#define MPI_ERRCLASS(call, cls)                                                               \
-    do {                                                                                      \
-        int rt_rc_ = (call), rt_cls_ = -1;                                                    \
-        if (rt_rc_ != MPI_SUCCESS)                                                            \
-            MPI_Error_class(rt_rc_, &rt_cls_);                                                \
-        CHECK(rt_cls_ == (cls), "%s gave class %d, expected %s (%d)", #call, rt_cls_, #cls,   \
-              cls);                                                                           \
+#define MPI_ERRCLASS(call, cls)                                                                    \
+    do {                                                                                           \
+        int rt_rc_ = (call), rt_cls_ = -1;                                                         \
+        if (rt_rc_ != MPI_SUCCESS)                                                                 \
+            MPI_Error_class(rt_rc_, &rt_cls_);                                                     \
+        CHECK(rt_cls_ == (cls), "%s gave class %d, expected %s (%d)", #call, rt_cls_, #cls, cls);  \
     } while (0)
 
 static inline void rt_init(int *argc, char ***argv)
@@ -124,6 +123,68 @@ static inline void rt_check_permutation(long long *mine, int n, const char *what
         CHECK(bad == 0, "%s: fetched values are not a permutation (%d wrong)", what, bad);
         free(all);
     }
+}
+
+/* A window of `bytes` zeroed bytes in each flavor, for tests that run every flavor. A
+ * dynamic window has the memory attached on rank 0 only; `base` is then rank 0's address
+ * (displacements count bytes from address 0), else 0. */
+enum { RT_CREATE, RT_ALLOCATE, RT_SHARED, RT_DYNAMIC, RT_NFLAVORS };
+static const char *const rt_flavor_name[RT_NFLAVORS] = {"create", "allocate", "shared", "dynamic"};
+
+typedef struct rt_win {
+    MPI_Win win;
+    void *mem;
+    MPI_Aint base;
+    int flavor;
+} rt_win_t;
+
+/* 1 (printed once) when the flavor cannot run here: shared windows need one node. */
+static inline int rt_flavor_skipped(int flavor)
+{
+    if (flavor != RT_SHARED || !rt_world_spans_nodes())
+        return 0;
+    if (rt_rank == 0)
+        printf("shared flavor skipped: MPI_COMM_WORLD spans nodes\n");
+    return 1;
+}
+
+static inline void rt_win_open(rt_win_t *w, int flavor, MPI_Aint bytes, int disp_unit)
+{
+    w->flavor = flavor;
+    w->base = 0;
+    switch (flavor) {
+    case RT_CREATE:
+        w->mem = calloc(1, bytes);
+        MPI_OK(MPI_Win_create(w->mem, bytes, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD, &w->win));
+        break;
+    case RT_ALLOCATE:
+        MPI_OK(MPI_Win_allocate(bytes, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD, &w->mem, &w->win));
+        memset(w->mem, 0, bytes);
+        break;
+    case RT_SHARED:
+        MPI_OK(MPI_Win_allocate_shared(bytes, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD, &w->mem,
+                                       &w->win));
+        memset(w->mem, 0, bytes);
+        break;
+    default:
+        w->mem = calloc(1, bytes);
+        MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w->win));
+        if (rt_rank == 0)
+            MPI_OK(MPI_Win_attach(w->win, w->mem, bytes));
+        MPI_Get_address(w->mem, &w->base);
+        break;
+    }
+    /* rank 0's memory is zero; this bcast also orders that before every peer's access */
+    MPI_Bcast(&w->base, 1, MPI_AINT, 0, MPI_COMM_WORLD);
+}
+
+static inline void rt_win_close(rt_win_t *w)
+{
+    if (w->flavor == RT_DYNAMIC && rt_rank == 0)
+        MPI_OK(MPI_Win_detach(w->win, w->mem));
+    MPI_OK(MPI_Win_free(&w->win));
+    if (w->flavor == RT_CREATE || w->flavor == RT_DYNAMIC)
+        free(w->mem);
 }
 
 /* Sums failures over all ranks; rank 0 prints the summary. Returns the exit code. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "mpid/rma/acc.h"
 #include "mpid/rma/dtl.h"
@@ -221,55 +222,87 @@ static const char *const class_names[RMA_AC_COUNT] = {
 /* ------------------------------------------------------------------ stripe locks */
 
 /* Stripe s of target trank's node (sync/ctl.h): a CPU atomic on the mapped word for a
- * same-node target, a network compare-and-swap otherwise. 0 or -errno. */
-static int stripe_lock(rma_win_t *win, int trank, unsigned s)
+ * same-node target, a network compare-and-swap otherwise. The holder keeps the mark the
+ * stripe had (RMA_STRIPE_SEEN or 0) in *mark. 0 or -errno. */
+static int stripe_lock(rma_win_t *win, int trank, unsigned s, uint32_t *mark)
 {
+    const uint32_t me = (uint32_t)win->rank + 1;
     rma_backoff_t bo = RMA_BACKOFF_INIT;
-    uint32_t seen;
+    uint32_t expect = 0, seen;
     int rc;
 
     if (win->targets[trank].local) {
         _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
-        uint32_t expect = 0;
-        while (!atomic_compare_exchange_weak_explicit(w, &expect, (uint32_t)win->rank + 1,
-                                                      memory_order_acquire, memory_order_relaxed)) {
-            expect = 0;
-            while (atomic_load_explicit(w, memory_order_relaxed) != 0) {
+        expect = atomic_load_explicit(w, memory_order_relaxed);
+        for (;;) {
+            if (expect & RMA_STRIPE_HELD) {
                 rma_backoff(&bo);
+                expect = atomic_load_explicit(w, memory_order_relaxed);
+            } else if (atomic_compare_exchange_weak_explicit(
+                           w, &expect, expect | me, memory_order_acquire, memory_order_relaxed)) {
+                break;
             }
         }
+        *mark = expect;
         return 0;
     }
-    while ((rc = rma_ctl_cas32(win, trank, rma_ctl_off_stripe(win, s), 0, (uint32_t)win->rank + 1,
+    /* off node, a mark once seen is expected: the first compare-and-swap then succeeds */
+    uint64_t *known = &win->targets[trank].stripes_marked[s / 64], bit = UINT64_C(1) << (s % 64);
+    expect = (__atomic_load_n(known, __ATOMIC_RELAXED) & bit) ? RMA_STRIPE_SEEN : 0;
+    while ((rc = rma_ctl_cas32(win, trank, rma_ctl_off_stripe(win, s), expect, expect | me,
                                &seen)) == 0 &&
-           seen != 0) {
-        rma_ctl_progress(win);
-        rma_backoff(&bo);
+           seen != expect) {
+        if (seen & RMA_STRIPE_HELD) {
+            rma_ctl_progress(win);
+            rma_backoff(&bo);
+        }
+        expect = seen & RMA_STRIPE_SEEN;
     }
+    if (expect != 0) /* a hint: threads may race on it */
+        __atomic_fetch_or(known, bit, __ATOMIC_RELAXED);
+    *mark = expect;
     return rc;
 }
 
 void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key)
 {
+    unsigned s = rma_acc_stripe_of(trank, key);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     uint64_t v = 0;
+    uint32_t w32;
 
-    if (!win->targets[trank].local) { /* the same check, read with a network atomic */
-        size_t off = rma_ctl_off_stripe(win, rma_acc_stripe_of(trank, key));
-        while (rma_ctl_net_amo(win, trank, off, RMA_NM_AMO_ADD, 4, 0, 0, &v) == 0 && v != 0) {
+    if (!win->targets[trank].local) { /* the same steps, with network atomics */
+        size_t off = rma_ctl_off_stripe(win, s);
+        while (rma_ctl_net_amo(win, trank, off, RMA_NM_AMO_ADD, 4, 0, 0, &v) == 0 &&
+               v != RMA_STRIPE_SEEN) {
+            if (v == 0 && (rma_ctl_cas32(win, trank, off, 0, RMA_STRIPE_SEEN, &w32) != 0 ||
+                           w32 == 0 || w32 == RMA_STRIPE_SEEN))
+                break;
             rma_ctl_progress(win);
             rma_backoff(&bo);
         }
-        return;
+    } else {
+        _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
+        for (;;) {
+            uint32_t cur = atomic_load_explicit(w, memory_order_seq_cst);
+            if (cur == RMA_STRIPE_SEEN ||
+                (cur == 0 && atomic_compare_exchange_strong_explicit(w, &cur, RMA_STRIPE_SEEN,
+                                                                     memory_order_seq_cst,
+                                                                     memory_order_relaxed)))
+                break;
+            if (cur & RMA_STRIPE_HELD)
+                rma_backoff(&bo);
+        }
     }
-    while (rma_acc_stripe_busy(win, trank, key))
-        rma_backoff(&bo);
+    if (rma_unlikely(rma_env.acc_gap_us > 0)) /* tests: widen the race the marks close */
+        usleep((useconds_t)rma_env.acc_gap_us);
 }
 
-static int stripe_unlock(rma_win_t *win, int trank, unsigned s)
+/* Releases stripe s, leaving the mark it had when it was taken. */
+static int stripe_unlock(rma_win_t *win, int trank, unsigned s, uint32_t mark)
 {
     if (win->targets[trank].local) {
-        atomic_store_explicit(rma_acc_stripe_word(win, s), 0, memory_order_release);
+        atomic_store_explicit(rma_acc_stripe_word(win, s), mark, memory_order_release);
         return 0;
     }
     return rma_ctl_add32(win, trank, rma_ctl_off_stripe(win, s), (uint32_t) - (win->rank + 1));
@@ -278,6 +311,8 @@ static int stripe_unlock(rma_win_t *win, int trank, unsigned s)
 typedef struct stripe_set {
     uint64_t bits[RMA_ACC_NLOCKS / 64];
 } stripe_set_t;
+_Static_assert(sizeof(((rma_target_t *)0)->stripes_marked) == sizeof(stripe_set_t),
+               "a target's known marks cover every stripe");
 
 /* Marks the stripes of every cache line of target bytes [key, key + len). */
 static void stripe_mark(stripe_set_t *set, int trank, uint64_t key, size_t len)
@@ -312,25 +347,153 @@ static unsigned stripe_next(const stripe_set_t *set, unsigned s)
 #define STRIPE_EACH(s, set)                                                                        \
     for (unsigned s = stripe_next(set, 0); s < RMA_ACC_NLOCKS; s = stripe_next(set, s + 1))
 
-/* Takes every stripe of the set in ascending order (the global order: no deadlock). */
-static int stripe_lock_set(rma_win_t *win, int trank, const stripe_set_t *set)
+static int stripe_in(const stripe_set_t *set, unsigned s)
 {
+    return (int)((set->bits[s / 64] >> (s % 64)) & 1u);
+}
+
+/* Takes every stripe of the set in ascending order (the global order: no deadlock); the
+ * ones that were marked when taken go to *seen. */
+static int stripe_lock_set(rma_win_t *win, int trank, const stripe_set_t *set, stripe_set_t *seen)
+{
+    uint32_t mark;
     int rc = 0;
 
-    STRIPE_EACH (s, set)
-        if ((rc = stripe_lock(win, trank, s)) != 0)
+    memset(seen, 0, sizeof(*seen));
+    STRIPE_EACH (s, set) {
+        if ((rc = stripe_lock(win, trank, s, &mark)) != 0)
             break;
+        if (mark != 0)
+            seen->bits[s / 64] |= UINT64_C(1) << (s % 64);
+    }
     return rc;
 }
 
-/* Releases the stripes; off-node, the releases are complete at the target on return. */
-static int stripe_unlock_set(rma_win_t *win, int trank, const stripe_set_t *set)
+/* Releases the stripes of set before stripe `end` with their marks; off-node, the releases
+ * are complete at the target on return. */
+static int stripe_unlock_set(rma_win_t *win, int trank, const stripe_set_t *set,
+                             const stripe_set_t *seen, unsigned end)
 {
     int rc = 0;
 
-    STRIPE_EACH (s, set)
-        rc |= stripe_unlock(win, trank, s);
+    STRIPE_EACH (s, set) {
+        if (s >= end)
+            break;
+        rc |= stripe_unlock(win, trank, s, stripe_in(seen, s) ? RMA_STRIPE_SEEN : 0);
+    }
     return rc != 0 ? rc : rma_ctl_flush(win, trank);
+}
+
+/* Plain kernels: t[i] = t[i] op o[i] over n elements at aligned t (o may be unaligned), the
+ * same arithmetic as the CPU-atomic kernels of acc.h, in loops the compiler vectorizes.
+ * 0, or -1 for an op they leave to rma_acc_atomic. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* at -O2, GCC 12 vectorizes only loops whose trip count is a multiple of the vector width */
+#define PLAIN_IVDEP     _Pragma("GCC ivdep")
+#define PLAIN_VECTORIZE __attribute__((optimize("vect-cost-model=cheap")))
+#else
+#define PLAIN_IVDEP
+#define PLAIN_VECTORIZE
+#endif
+#define PLAIN_LOOP(T, EXPR)                                                                        \
+    PLAIN_IVDEP                                                                                    \
+    for (size_t i = 0; i < n; i++) {                                                               \
+        T a = tp[i], b;                                                                            \
+        memcpy(&b, o + i * sizeof(T), sizeof(T));                                                  \
+        tp[i] = (T)(EXPR);                                                                         \
+    }
+
+#define PLAIN_INT_KERNEL(NAME, T, W)                                                               \
+    PLAIN_VECTORIZE static int NAME(int op, void *t, const char *o, size_t n)                      \
+    {                                                                                              \
+        T *tp = t;                                                                                 \
+        switch (op) {                                                                              \
+        case RMA_OP_SUM: PLAIN_LOOP(T, (W)a + (W)b) break;                                         \
+        case RMA_OP_PROD: PLAIN_LOOP(T, ((W)a) * ((W)b)) break;                                    \
+        case RMA_OP_MAX: PLAIN_LOOP(T, a > b ? a : b) break;                                       \
+        case RMA_OP_MIN: PLAIN_LOOP(T, a < b ? a : b) break;                                       \
+        case RMA_OP_BAND: PLAIN_LOOP(T, (a & b)) break;                                            \
+        case RMA_OP_BOR: PLAIN_LOOP(T, a | b) break;                                               \
+        case RMA_OP_BXOR: PLAIN_LOOP(T, a ^ b) break;                                              \
+        case RMA_OP_LAND:                                                                          \
+        case RMA_OP_LOR:                                                                           \
+        case RMA_OP_LXOR: PLAIN_LOOP(T, RMA_ACC_LOGIC(op, a, b)) break;                            \
+        default: return -1;                                                                        \
+        }                                                                                          \
+        return 0;                                                                                  \
+    }
+
+#define PLAIN_FLT_KERNEL(NAME, F)                                                                  \
+    PLAIN_VECTORIZE static int NAME(int op, void *t, const char *o, size_t n)                      \
+    {                                                                                              \
+        F *tp = t;                                                                                 \
+        switch (op) {                                                                              \
+        case RMA_OP_SUM: PLAIN_LOOP(F, a + b) break;                                               \
+        case RMA_OP_PROD: PLAIN_LOOP(F, (a * b)) break;                                            \
+        case RMA_OP_MAX: PLAIN_LOOP(F, a > b ? a : b) break;                                       \
+        case RMA_OP_MIN: PLAIN_LOOP(F, a < b ? a : b) break;                                       \
+        default: return -1;                                                                        \
+        }                                                                                          \
+        return 0;                                                                                  \
+    }
+
+PLAIN_INT_KERNEL(plain_s8, int8_t, unsigned)
+PLAIN_INT_KERNEL(plain_u8, uint8_t, unsigned)
+PLAIN_INT_KERNEL(plain_s16, int16_t, unsigned)
+PLAIN_INT_KERNEL(plain_u16, uint16_t, unsigned)
+PLAIN_INT_KERNEL(plain_s32, int32_t, uint32_t)
+PLAIN_INT_KERNEL(plain_u32, uint32_t, uint32_t)
+PLAIN_INT_KERNEL(plain_s64, int64_t, uint64_t)
+PLAIN_INT_KERNEL(plain_u64, uint64_t, uint64_t)
+PLAIN_FLT_KERNEL(plain_f32, float)
+PLAIN_FLT_KERNEL(plain_f64, double)
+
+static int (*const plain_kernels[])(int, void *, const char *, size_t) = {
+    [RMA_AK_S8] = plain_s8,   [RMA_AK_U8] = plain_u8,   [RMA_AK_S16] = plain_s16,
+    [RMA_AK_U16] = plain_u16, [RMA_AK_S32] = plain_s32, [RMA_AK_U32] = plain_u32,
+    [RMA_AK_S64] = plain_s64, [RMA_AK_U64] = plain_u64, [RMA_AK_F32] = plain_f32,
+    [RMA_AK_F64] = plain_f64,
+};
+
+/* n bytes of whole elements at t, mapped here, aligned, whose stripes are held: the
+ * previous values to r, then t = t op o. Elements on lines whose stripe was marked when
+ * taken (seen) take one CPU atomic each, as one-element calls may update them at any
+ * moment; the rest are plain loads and stores, in runs of lines (doc/atomicity.md §2).
+ * `key` is the stripe key of t on target trank; an element's stripe is its first byte's. */
+static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_set_t *seen,
+                        int trank, uint64_t key, char *t, const char *o, char *r, size_t n)
+{
+    static const stripe_set_t none;
+    int any = memcmp(seen, &none, sizeof(none)) != 0;
+
+    for (size_t pos = 0, end; pos < n; pos = end) {
+        int marked = any && stripe_in(seen, rma_acc_stripe_of(trank, key + pos));
+        char *tt = t + pos, *rr = r != NULL ? r + pos : NULL;
+        const char *oo = o != NULL ? o + pos : NULL;
+
+        end = n;
+        if (any) { /* the run: the following lines with the same mark */
+            size_t p = pos;
+            do {
+                size_t line_end = (size_t)(((key + p) | 63u) + 1u - key);
+                p = (line_end + es - 1) / es * es;
+            } while (p < n && stripe_in(seen, rma_acc_stripe_of(trank, key + p)) == marked);
+            end = p < n ? p : n;
+        }
+        if (marked || akind >= (int)(sizeof(plain_kernels) / sizeof(plain_kernels[0])) ||
+            (op != RMA_OP_NO_OP && op != RMA_OP_REPLACE && plain_kernels[akind] == NULL)) {
+            for (size_t i = 0; i < end - pos; i += es)
+                rma_acc_atomic(akind, op, tt + i, oo ? oo + i : NULL, rr ? rr + i : NULL, relaxed);
+            continue;
+        }
+        if (rr != NULL)
+            memcpy(rr, tt, end - pos);
+        if (op == RMA_OP_REPLACE)
+            memmove(tt, oo, end - pos);
+        else if (op != RMA_OP_NO_OP && plain_kernels[akind](op, tt, oo, (end - pos) / es) != 0)
+            for (size_t i = 0; i < end - pos; i += es) /* an op the plain kernels leave out */
+                rma_acc_atomic(akind, op, tt + i, oo + i, NULL, relaxed);
+    }
 }
 
 /* ------------------------------------------------------------------ one operation */
@@ -352,8 +515,9 @@ typedef struct acc_op {
     int akind;       /* RMA_AK_* of the basic type */
     size_t esize;    /* bytes of one basic element (data bytes) */
     int relaxed;
-    int held;      /* the stripes of the whole target buffer are held (stripe_hold) */
-    char *scratch; /* read-modify-write of atomic kinds: 2 x scratch_len bytes */
+    int held;          /* the stripes of the whole target buffer are held (stripe_hold) */
+    stripe_set_t seen; /* held stripes that were marked when taken */
+    char *scratch;     /* read-modify-write of atomic kinds: 2 x scratch_len bytes */
     size_t scratch_len;
     /* transfers between the target and local buffers */
     rma_hx_t *hx; /* off node: the call's pieces for the target's agent */
@@ -486,8 +650,9 @@ static int acc_net_elem(acc_op_t *a, uintptr_t ta, const char *o, char *r)
 }
 
 /* walk (atomic kinds): one target piece against the packed operands. Elements in memory
- * mapped here whose accumulates use CPU atomics, aligned, take one atomic instruction
- * each; every other run is read-modify-written under the held stripes. */
+ * mapped here whose accumulates use CPU atomics, aligned, are updated in place
+ * (elems_apply); off-node ones with network atomics, one each; every other run is
+ * read-modify-written under the held stripes. */
 static int acc_piece(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
 {
     acc_op_t *a = arg;
@@ -507,15 +672,15 @@ static int acc_piece(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
                                        a->rpk != NULL ? a->rpk + off + i : NULL)) != 0)
                     return rc;
         } else if (m != NULL && m->atomic && ((ta - m->lo + (uintptr_t)m->local) & (es - 1)) == 0) {
-            char *t = m->local + (ta - m->lo);
-            for (size_t i = 0; i < n; i += es) {
-                char *r = a->rpk != NULL ? a->rpk + off + i : NULL;
-                if (a->kind == RMA_CAS)
-                    rma_acc_cas((unsigned)es, t + i, a->opk + off + i, a->compare, r);
-                else
-                    rma_acc_atomic(a->akind, a->op, t + i, a->opk ? a->opk + off + i : NULL, r,
-                                   a->relaxed);
-            }
+            char *t = m->local + (ta - m->lo), *r = a->rpk != NULL ? a->rpk + off : NULL;
+            const char *o = a->opk != NULL ? a->opk + off : NULL;
+            if (a->kind == RMA_CAS) /* one element */
+                rma_acc_cas((unsigned)es, t, o, a->compare, r);
+            else if (!a->held) /* one element, which takes no stripe */
+                rma_acc_atomic(a->akind, a->op, t, o, r, a->relaxed);
+            else
+                elems_apply(a->op, a->akind, es, a->relaxed, &a->seen, a->trank,
+                            a->key0 + (ta - a->span.taddr), t, o, r, n);
         } else if ((rc = acc_rmw(a, ta, off, n)) != 0) {
             return rc;
         }
@@ -602,7 +767,7 @@ static int stripe_hold(acc_op_t *a, stripe_set_t *set)
     memset(set, 0, sizeof(*set));
     if (rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_mark, mark) != 0)
         return -1;
-    if ((a->mv.err = stripe_lock_set(a->win, a->trank, set)) != 0)
+    if ((a->mv.err = stripe_lock_set(a->win, a->trank, set, &a->seen)) != 0)
         return a->mv.err;
     a->held = 1;
     return 0;
@@ -913,7 +1078,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     }
 done:
     if (a->held) {
-        int urc = stripe_unlock_set(win, trank, &set);
+        int urc = stripe_unlock_set(win, trank, &set, &a->seen, RMA_ACC_NLOCKS);
         if (rc == 0)
             rc = urc;
     }
@@ -978,31 +1143,36 @@ const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t b
     return NULL;
 }
 
-/* Takes the stripes of set in ascending order without waiting: 0, or -EAGAIN (none held)
- * when one is taken. */
-static int stripe_try_set(rma_win_t *win, const stripe_set_t *set)
+/* Takes the stripes of set in ascending order without waiting, marks kept as stripe_lock
+ * keeps them (the marked ones go to *seen): 0, or -EAGAIN (none held) when one is taken. */
+static int stripe_try_set(rma_win_t *win, const stripe_set_t *set, stripe_set_t *seen)
 {
+    const uint32_t me = (uint32_t)win->rank + 1;
+
+    memset(seen, 0, sizeof(*seen));
     STRIPE_EACH (s, set) {
-        uint32_t expect = 0;
-        if (atomic_compare_exchange_strong_explicit(rma_acc_stripe_word(win, s), &expect,
-                                                    (uint32_t)win->rank + 1, memory_order_acquire,
-                                                    memory_order_relaxed))
-            continue;
-        STRIPE_EACH (held, set) {
-            if (held == s)
-                break;
-            atomic_store_explicit(rma_acc_stripe_word(win, held), 0, memory_order_release);
+        _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
+        uint32_t cur = atomic_load_explicit(w, memory_order_relaxed);
+        while (!(cur & RMA_STRIPE_HELD) &&
+               !atomic_compare_exchange_weak_explicit(w, &cur, cur | me, memory_order_acquire,
+                                                      memory_order_relaxed))
+            ;
+        if (cur & RMA_STRIPE_HELD) {
+            stripe_unlock_set(win, win->rank, set, seen, s);
+            return -EAGAIN;
         }
-        return -EAGAIN;
+        if (cur != 0)
+            seen->bits[s / 64] |= UINT64_C(1) << (s % 64);
     }
     return 0;
 }
 
-/* One element (or, for types without a CPU-atomic kernel, n elements packed at their
- * size) at t: the previous value to r, then t = t op o. 0, or 1 when MPI_Reduce_local
- * failed. */
+/* n elements packed at their size at t (one for compare-and-swap), stripe key `key`, under
+ * the held stripes (marked ones in seen): the previous values to r, then t = t op o. 0, or
+ * 1 when MPI_Reduce_local failed. */
 static int serve_elems(int kind, int op, MPI_Datatype basic, int akind, size_t es, char *t,
-                       const char *o, const char *c, char *r, size_t n, int relaxed)
+                       const char *o, const char *c, char *r, size_t n, int relaxed,
+                       const stripe_set_t *seen, int trank, uint64_t key)
 {
     char tmp[64];
 
@@ -1017,9 +1187,7 @@ static int serve_elems(int kind, int op, MPI_Datatype basic, int akind, size_t e
         return 0;
     }
     if (akind != RMA_AK_LOCKED && ((uintptr_t)t & (es - 1)) == 0) {
-        for (size_t i = 0; i < n; i++)
-            rma_acc_atomic(akind, op, t + i * es, o ? o + i * es : NULL, r ? r + i * es : NULL,
-                           relaxed);
+        elems_apply(op, akind, es, relaxed, seen, trank, key, t, o, r, n * es);
         return 0;
     }
     for (size_t i = 0; i < n; i++, t += es) {
@@ -1050,7 +1218,7 @@ int rma_acc_serve(rma_win_t *win, const rma_hx_rec_t *recs, uint32_t nrec, int k
     int akind =
         RMA_DT_IS_BUILTIN(basic) ? rma_acc_types[(unsigned)basic & 0xff].kind : RMA_AK_LOCKED;
     int relaxed = rma_acc_relaxed(win), rc = 0;
-    stripe_set_t set;
+    stripe_set_t set, seen;
 
     /* the stripes of the whole target buffer, as an origin on this node takes them */
     memset(&set, 0, sizeof(set));
@@ -1058,19 +1226,20 @@ int rma_acc_serve(rma_win_t *win, const rma_hx_rec_t *recs, uint32_t nrec, int k
         for (uint32_t k = 0; k < recs[i].count; k++)
             stripe_mark(&set, win->rank,
                         recs[i].addr + (uint64_t)((int64_t)k * recs[i].stride) - base, recs[i].len);
-    if (stripe_try_set(win, &set) != 0)
+    if (stripe_try_set(win, &set, &seen) != 0)
         return -EAGAIN;
-    /* every element that has a CPU-atomic kernel takes it (other origins may update it
-     * with network or CPU atomics without a stripe); the rest are read, combined and
-     * written under the stripes */
+    /* elements with a CPU-atomic kernel are updated as an origin on this node updates them
+     * (elems_apply); the rest are read, combined and written under the stripes */
     for (uint32_t i = 0; i < nrec && rc == 0; i++)
         for (uint32_t k = 0; k < recs[i].count && rc == 0; k++) {
-            char *t = (char *)(uintptr_t)(recs[i].addr + (uint64_t)((int64_t)k * recs[i].stride));
-            size_t n = recs[i].len / es;
+            uint64_t a = recs[i].addr + (uint64_t)((int64_t)k * recs[i].stride);
+            char *t = (char *)(uintptr_t)a;
             rc = serve_elems(kind, op, basic, akind, es, t, opk ? opk + off : NULL, compare,
-                             rpk ? rpk + off : NULL, n, relaxed);
+                             rpk ? rpk + off : NULL, recs[i].len / es, relaxed, &seen, win->rank,
+                             a - base);
             off += recs[i].len;
         }
-    stripe_unlock_set(win, win->rank, &set); /* this node's words: stores, nothing to flush */
+    /* this node's words: stores, nothing to flush */
+    stripe_unlock_set(win, win->rank, &set, &seen, RMA_ACC_NLOCKS);
     return rc;
 }

@@ -317,17 +317,25 @@ static inline unsigned rma_acc_stripe_of(int trank, uint64_t key)
     return (unsigned)((key >> 6) + (uint64_t)trank * 97u) & (RMA_ACC_NLOCKS - 1u);
 }
 
-/* A call on several elements holds their stripes while it runs; a one-element CPU atomic
- * takes no stripe but must not land inside such a call (doc/atomicity.md), so it first
- * sees its stripe free. The load is of a line that only those calls write. */
-static inline int rma_acc_stripe_busy(rma_win_t *win, int trank, uint64_t key)
+/* A stripe word: 0 when free, the holder's rank + 1 while held (RMA_STRIPE_HELD), and
+ * RMA_STRIPE_SEEN from the first one-element call on its lines on. A call on several
+ * elements holds their stripes while it runs; a one-element CPU atomic takes no stripe but
+ * must not land inside such a call (doc/atomicity.md), so it goes only when its stripe is
+ * free and marked: a holder that took the stripe unmarked knows that no one-element call
+ * can touch those lines while it holds it, and updates them with plain loads and stores. */
+#define RMA_STRIPE_SEEN 0x80000000u
+#define RMA_STRIPE_HELD 0x7fffffffu
+
+/* 1 when a one-element CPU atomic on the element at `key` may go: the stripe is free and
+ * marked. The load is of a line that only stripe holders and markers write. */
+static inline int rma_acc_stripe_clear(rma_win_t *win, int trank, uint64_t key)
 {
     return atomic_load_explicit(rma_acc_stripe_word(win, rma_acc_stripe_of(trank, key)),
-                                memory_order_seq_cst) != 0;
+                                memory_order_seq_cst) == RMA_STRIPE_SEEN;
 }
 
-/* Waits (backing off) until the element's stripe is free: the slow path's one-element CPU
- * atomic. */
+/* Waits (backing off) until the element's stripe is free, and marks it: the slow path's
+ * one-element atomic (CPU or network). */
 void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key);
 
 /* The kind an element of basic kind `kind` is updated as on this window: in windows with
@@ -360,7 +368,7 @@ static inline char *rma_acc_fast_target(rma_win_t *win, MPI_Datatype dt, int op,
         return NULL;
     t = rma_direct_addr(tg, tdisp, ty->size);
     if (rma_unlikely(t == NULL || ((uintptr_t)t & (ty->size - 1u)) != 0 ||
-                     rma_acc_stripe_busy(win, trank, (uint64_t)tdisp * (uint64_t)tg->disp_unit)))
+                     !rma_acc_stripe_clear(win, trank, (uint64_t)tdisp * (uint64_t)tg->disp_unit)))
         return NULL;
     *ty_p = ty;
     return t;

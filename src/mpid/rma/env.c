@@ -78,6 +78,7 @@ void rma_env_init(void)
     rma_env.ucx_alloc = (int)env_long("RMA_ALLOC_UCX", rma_env.ucx_alloc, 0, 1);
     rma_env.ordered = (int)env_long("RMA_ORDERED", rma_env.ordered, 0, 1);
     rma_env.lock_lazy = (int)env_long("RMA_LOCK_LAZY", rma_env.lock_lazy, 0, 1);
+    rma_env.acc_gap_us = (int)env_long("RMA_TEST_ACC_GAP", 0, 0, 1000000);
     const char *c = getenv("RMA_AGENT_CPU");
     if (c != NULL && *c != '\0') {
         if (strcmp(c, "auto") == 0)
@@ -178,4 +179,9 @@ void rma_env_print(FILE *out)
             "one request that the target's agent serves under the lock: one round trip for "
             "the epoch (1); or takes the lock at once (0)\n",
             rma_env.lock_lazy);
+    if (rma_env.acc_gap_us > 0)
+        fprintf(out,
+                "RMA_TEST_ACC_GAP=%d     (tests only) a one-element atomic on the slow path "
+                "sleeps this many microseconds between seeing its stripe free and updating\n",
+                rma_env.acc_gap_us);
 }
