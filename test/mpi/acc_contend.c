@@ -14,18 +14,18 @@
 
 static int ITER = 4000; /* operations of each kind per rank and phase (env ACC_ITER) */
 #define NPHASE 3
-#define NARR   16
+#define NARR 16
 
 /* rank 0's window layout (bytes); c1 and c2 share a cache line, so do arr's elements */
-#define O_TICKET  0   /* long long: fetch_and_op SUM 1 */
-#define O_ACC     64  /* int: accumulate SUM rank+1 */
-#define O_GACC    72  /* double: get_accumulate SUM 1.0 */
-#define O_CAS     128 /* int: compare_and_swap increment loop */
-#define O_LDBL    192 /* long double: get_accumulate SUM 1 (stripe locked) */
-#define O_MIS     257 /* int64, misaligned: get_accumulate SUM 1 */
-#define O_XCHG    280 /* long long: fetch_and_op REPLACE with unique values */
-#define O_MAXLOC  296 /* 2INT: accumulate MAXLOC */
-#define O_ARR     320 /* int[NARR]: accumulate SUM 1 on all, and 1 on arr[rank] */
+#define O_TICKET 0   /* long long: fetch_and_op SUM 1 */
+#define O_ACC 64     /* int: accumulate SUM rank+1 */
+#define O_GACC 72    /* double: get_accumulate SUM 1.0 */
+#define O_CAS 128    /* int: compare_and_swap increment loop */
+#define O_LDBL 192   /* long double: get_accumulate SUM 1 (stripe locked) */
+#define O_MIS 257    /* int64, misaligned: get_accumulate SUM 1 */
+#define O_XCHG 280   /* long long: fetch_and_op REPLACE with unique values */
+#define O_MAXLOC 296 /* 2INT: accumulate MAXLOC */
+#define O_ARR 320    /* int[NARR]: accumulate SUM 1 on all, and 1 on arr[rank] */
 #define WIN_BYTES 512
 
 static int rank, nprocs;
@@ -33,6 +33,7 @@ static int rank, nprocs;
 static void run(int flavor)
 {
     rt_win_t w;
+    const char *fl = rt_flavor_name[flavor];
     long long *tk = malloc(sizeof(long long) * ITER * NPHASE * 5), *xg;
     long long *t_fop = tk, *t_gacc = tk + ITER * NPHASE, *t_cas = tk + 2 * ITER * NPHASE;
     long long *t_ldbl = tk + 3 * ITER * NPHASE, *t_mis = tk + 4 * ITER * NPHASE;
@@ -64,8 +65,8 @@ static void run(int flavor)
             MPI_OK(MPI_Fetch_and_op(&one_ll, &r, MPI_LONG_LONG, 0, base + O_TICKET, MPI_SUM, win));
             t_fop[k] = r;
             MPI_OK(MPI_Accumulate(&val, 1, MPI_INT, 0, base + O_ACC, 1, MPI_INT, MPI_SUM, win));
-            MPI_OK(MPI_Get_accumulate(&d1, 1, MPI_DOUBLE, &dr, 1, MPI_DOUBLE, 0, base + O_GACC, 1,
-                                      MPI_DOUBLE, MPI_SUM, win));
+            MPI_OK(MPI_Get_accumulate(&d1, 1, MPI_DOUBLE, &dr, 1, MPI_DOUBLE, 0, base + O_GACC,
+                                      1, MPI_DOUBLE, MPI_SUM, win));
             t_gacc[k] = (long long)dr;
             for (long tries = 0;; tries++) {
                 MPI_OK(MPI_Fetch_and_op(NULL, &cur, MPI_INT, 0, base + O_CAS, MPI_NO_OP, win));
@@ -83,17 +84,17 @@ static void run(int flavor)
             MPI_OK(MPI_Get_accumulate(&l1, 1, MPI_LONG_DOUBLE, &lr, 1, MPI_LONG_DOUBLE, 0,
                                       base + O_LDBL, 1, MPI_LONG_DOUBLE, MPI_SUM, win));
             t_ldbl[k] = (long long)lr;
-            MPI_OK(MPI_Get_accumulate(&one_ll, 1, MPI_INT64_T, &r, 1, MPI_INT64_T, 0, base + O_MIS,
-                                      1, MPI_INT64_T, MPI_SUM, win));
+            MPI_OK(MPI_Get_accumulate(&one_ll, 1, MPI_INT64_T, &r, 1, MPI_INT64_T, 0,
+                                      base + O_MIS, 1, MPI_INT64_T, MPI_SUM, win));
             t_mis[k] = r;
-            MPI_OK(
-                MPI_Fetch_and_op(&uniq, &xg[k], MPI_LONG_LONG, 0, base + O_XCHG, MPI_REPLACE, win));
-            MPI_OK(MPI_Accumulate(pair, 1, MPI_2INT, 0, base + O_MAXLOC, 1, MPI_2INT, MPI_MAXLOC,
+            MPI_OK(MPI_Fetch_and_op(&uniq, &xg[k], MPI_LONG_LONG, 0, base + O_XCHG, MPI_REPLACE,
+                                    win));
+            MPI_OK(MPI_Accumulate(pair, 1, MPI_2INT, 0, base + O_MAXLOC, 1, MPI_2INT,
+                                  MPI_MAXLOC, win));
+            MPI_OK(MPI_Accumulate(ones, NARR, MPI_INT, 0, base + O_ARR, NARR, MPI_INT, MPI_SUM,
                                   win));
-            MPI_OK(
-                MPI_Accumulate(ones, NARR, MPI_INT, 0, base + O_ARR, NARR, MPI_INT, MPI_SUM, win));
-            MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, 0, base + O_ARR + 4 * (rank % NARR), 1, MPI_INT,
-                                  MPI_SUM, win));
+            MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, 0, base + O_ARR + 4 * (rank % NARR), 1,
+                                  MPI_INT, MPI_SUM, win));
             if (phase == 0 && i % 64 == 63)
                 MPI_OK(MPI_Win_flush(0, win));
             if (phase == 1 && (i % 50 == 49 || i == ITER - 1))
@@ -106,7 +107,7 @@ static void run(int flavor)
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
-    snprintf(what, sizeof(what), "%s", rt_flavor_name[flavor]);
+    snprintf(what, sizeof(what), "%s", fl);
     long long total = (long long)ITER * NPHASE * nprocs;
     if (rank == 0) {
         long long ll;
@@ -124,7 +125,8 @@ static void run(int flavor)
         memcpy(&iv, mem + O_CAS, 4);
         CHECK(iv == total, "%s: compare_and_swap counter %d, want %lld", what, iv, total);
         memcpy(&lv, mem + O_LDBL, sizeof(lv));
-        CHECK(lv == (long double)total, "%s: long double counter %Lg, want %lld", what, lv, total);
+        CHECK(lv == (long double)total, "%s: long double counter %Lg, want %lld", what, lv,
+              total);
         memcpy(&mv, mem + O_MIS, 8);
         CHECK(mv == total, "%s: misaligned counter %lld, want %lld", what, (long long)mv, total);
         /* MAXLOC: largest value, smallest index among equals */
@@ -136,23 +138,23 @@ static void run(int flavor)
                     bv = v, bi = ix;
             }
         memcpy(pair, mem + O_MAXLOC, 8);
-        CHECK(pair[0] == bv && pair[1] == bi, "%s: maxloc (%d, %d), want (%d, %d)", what, pair[0],
-              pair[1], bv, bi);
+        CHECK(pair[0] == bv && pair[1] == bi, "%s: maxloc (%d, %d), want (%d, %d)", what,
+              pair[0], pair[1], bv, bi);
         for (int j = 0; j < NARR; j++) {
             int want = (int)total + (j < nprocs ? ITER * NPHASE : 0);
             memcpy(&iv, mem + O_ARR + 4 * j, 4);
             CHECK(iv == want, "%s: arr[%d] = %d, want %d", what, j, iv, want);
         }
     }
-    snprintf(what, sizeof(what), "%s fetch_and_op tickets", rt_flavor_name[flavor]);
+    snprintf(what, sizeof(what), "%s fetch_and_op tickets", fl);
     rt_check_permutation(t_fop, ITER * NPHASE, what);
-    snprintf(what, sizeof(what), "%s get_accumulate double tickets", rt_flavor_name[flavor]);
+    snprintf(what, sizeof(what), "%s get_accumulate double tickets", fl);
     rt_check_permutation(t_gacc, ITER * NPHASE, what);
-    snprintf(what, sizeof(what), "%s compare_and_swap tickets", rt_flavor_name[flavor]);
+    snprintf(what, sizeof(what), "%s compare_and_swap tickets", fl);
     rt_check_permutation(t_cas, ITER * NPHASE, what);
-    snprintf(what, sizeof(what), "%s long double tickets", rt_flavor_name[flavor]);
+    snprintf(what, sizeof(what), "%s long double tickets", fl);
     rt_check_permutation(t_ldbl, ITER * NPHASE, what);
-    snprintf(what, sizeof(what), "%s misaligned tickets", rt_flavor_name[flavor]);
+    snprintf(what, sizeof(what), "%s misaligned tickets", fl);
     rt_check_permutation(t_mis, ITER * NPHASE, what);
     /* exchange: the fetched values plus the final one are 0 and every value written, once */
     if (rank == 0)
@@ -169,18 +171,18 @@ static void run(int flavor)
                 if (all[i] >= 0)
                     all[m++] = all[i];
             qsort(all, m, sizeof(long long), rt_cmp_ll);
-            CHECK(m == (int)total + 1, "%s: %d exchanged values, want %lld", rt_flavor_name[flavor],
-                  m, total + 1);
+            CHECK(m == (int)total + 1, "%s: %d exchanged values, want %lld", fl, m,
+                  total + 1);
             for (int i = 0; i < m; i++)
                 bad += all[i] != i;
             CHECK(bad == 0, "%s: exchanged values lost or duplicated (%d wrong)",
-                  rt_flavor_name[flavor], bad);
+                  fl, bad);
             free(all);
         }
     }
     rt_win_close(&w);
     if (rank == 0 && getenv("ACC_VERBOSE"))
-        printf("%s: %ld compare_and_swap retries on rank 0\n", rt_flavor_name[flavor], cas_retries);
+        printf("%s: %ld compare_and_swap retries on rank 0\n", fl, cas_retries);
     free(tk);
     free(xg);
 }

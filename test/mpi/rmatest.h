@@ -12,31 +12,32 @@
 
 static int rt_checks, rt_fails, rt_rank = -1;
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        rt_checks++;                                                                               \
-        if (!(cond)) {                                                                             \
-            rt_fails++;                                                                            \
-            fprintf(stderr, "[%d] FAIL %s:%d: %s: ", rt_rank, __FILE__, __LINE__, #cond);          \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-        }                                                                                          \
+#define CHECK(cond, ...)                                                                      \
+    do {                                                                                      \
+        rt_checks++;                                                                          \
+        if (!(cond)) {                                                                        \
+            rt_fails++;                                                                       \
+            fprintf(stderr, "[%d] FAIL %s:%d: %s: ", rt_rank, __FILE__, __LINE__, #cond);     \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fprintf(stderr, "\n");                                                            \
+        }                                                                                     \
     } while (0)
 
 /* An MPI call that must succeed. */
-#define MPI_OK(call)                                                                               \
-    do {                                                                                           \
-        int rt_rc_ = (call);                                                                       \
-        CHECK(rt_rc_ == MPI_SUCCESS, "%s returned %d", #call, rt_rc_);                             \
+#define MPI_OK(call)                                                                          \
+    do {                                                                                      \
+        int rt_rc_ = (call);                                                                  \
+        CHECK(rt_rc_ == MPI_SUCCESS, "%s returned %d", #call, rt_rc_);                        \
     } while (0)
 
 /* An MPI call that must fail with error class `cls`. */
-#define MPI_ERRCLASS(call, cls)                                                                    \
-    do {                                                                                           \
-        int rt_rc_ = (call), rt_cls_ = -1;                                                         \
-        if (rt_rc_ != MPI_SUCCESS)                                                                 \
-            MPI_Error_class(rt_rc_, &rt_cls_);                                                     \
-        CHECK(rt_cls_ == (cls), "%s gave class %d, expected %s (%d)", #call, rt_cls_, #cls, cls);  \
+#define MPI_ERRCLASS(call, cls)                                                               \
+    do {                                                                                      \
+        int rt_rc_ = (call), rt_cls_ = -1;                                                    \
+        if (rt_rc_ != MPI_SUCCESS)                                                            \
+            MPI_Error_class(rt_rc_, &rt_cls_);                                                \
+        CHECK(rt_cls_ == (cls), "%s gave class %d, expected %s (%d)", #call, rt_cls_, #cls,   \
+              cls);                                                                           \
     } while (0)
 
 static inline void rt_init(int *argc, char ***argv)
@@ -129,7 +130,8 @@ static inline void rt_check_permutation(long long *mine, int n, const char *what
  * dynamic window has the memory attached on rank 0 only; `base` is then rank 0's address
  * (displacements count bytes from address 0), else 0. */
 enum { RT_CREATE, RT_ALLOCATE, RT_SHARED, RT_DYNAMIC, RT_NFLAVORS };
-static const char *const rt_flavor_name[RT_NFLAVORS] = {"create", "allocate", "shared", "dynamic"};
+static const char *const rt_flavor_name[RT_NFLAVORS] = {"create", "allocate", "shared",
+                                                        "dynamic"};
 
 typedef struct rt_win {
     MPI_Win win;
@@ -158,7 +160,8 @@ static inline void rt_win_open(rt_win_t *w, int flavor, MPI_Aint bytes, int disp
         MPI_OK(MPI_Win_create(w->mem, bytes, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD, &w->win));
         break;
     case RT_ALLOCATE:
-        MPI_OK(MPI_Win_allocate(bytes, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD, &w->mem, &w->win));
+        MPI_OK(MPI_Win_allocate(bytes, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD, &w->mem,
+                                &w->win));
         memset(w->mem, 0, bytes);
         break;
     case RT_SHARED:

@@ -221,6 +221,21 @@ static const char *const class_names[RMA_AC_COUNT] = {
 
 /* ------------------------------------------------------------------ stripe locks */
 
+/* One attempt at a stripe word mapped here: takes it unless it is held, keeping its mark
+ * (RMA_STRIPE_SEEN or 0), which goes to *mark. 1 when taken. */
+static int stripe_take(_Atomic uint32_t *w, uint32_t me, uint32_t *mark)
+{
+    uint32_t cur = atomic_load_explicit(w, memory_order_relaxed);
+
+    while (!(cur & RMA_STRIPE_HELD))
+        if (atomic_compare_exchange_weak_explicit(w, &cur, cur | me, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+            *mark = cur;
+            return 1;
+        }
+    return 0;
+}
+
 /* Stripe s of target trank's node (sync/ctl.h): a CPU atomic on the mapped word for a
  * same-node target, a network compare-and-swap otherwise. The holder keeps the mark the
  * stripe had (RMA_STRIPE_SEEN or 0) in *mark. 0 or -errno. */
@@ -232,18 +247,8 @@ static int stripe_lock(rma_win_t *win, int trank, unsigned s, uint32_t *mark)
     int rc;
 
     if (win->targets[trank].local) {
-        _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
-        expect = atomic_load_explicit(w, memory_order_relaxed);
-        for (;;) {
-            if (expect & RMA_STRIPE_HELD) {
-                rma_backoff(&bo);
-                expect = atomic_load_explicit(w, memory_order_relaxed);
-            } else if (atomic_compare_exchange_weak_explicit(
-                           w, &expect, expect | me, memory_order_acquire, memory_order_relaxed)) {
-                break;
-            }
-        }
-        *mark = expect;
+        while (!stripe_take(rma_acc_stripe_word(win, s), me, mark))
+            rma_backoff(&bo);
         return 0;
     }
     /* off node, a mark once seen is expected: the first compare-and-swap then succeeds */
@@ -314,6 +319,16 @@ typedef struct stripe_set {
 _Static_assert(sizeof(((rma_target_t *)0)->stripes_marked) == sizeof(stripe_set_t),
                "a target's known marks cover every stripe");
 
+static void stripe_add(stripe_set_t *set, unsigned s)
+{
+    set->bits[s / 64] |= UINT64_C(1) << (s % 64);
+}
+
+static int stripe_in(const stripe_set_t *set, unsigned s)
+{
+    return (int)((set->bits[s / 64] >> (s % 64)) & 1u);
+}
+
 /* Marks the stripes of every cache line of target bytes [key, key + len). */
 static void stripe_mark(stripe_set_t *set, int trank, uint64_t key, size_t len)
 {
@@ -325,10 +340,8 @@ static void stripe_mark(stripe_set_t *set, int trank, uint64_t key, size_t len)
         memset(set->bits, 0xff, sizeof(set->bits));
         return;
     }
-    for (uint64_t l = first; l <= last; l++) {
-        unsigned s = rma_acc_stripe_of(trank, l << 6);
-        set->bits[s / 64] |= UINT64_C(1) << (s % 64);
-    }
+    for (uint64_t l = first; l <= last; l++)
+        stripe_add(set, rma_acc_stripe_of(trank, l << 6));
 }
 
 /* The first stripe of set at or after s, RMA_ACC_NLOCKS when none: a call touches a few
@@ -347,11 +360,6 @@ static unsigned stripe_next(const stripe_set_t *set, unsigned s)
 #define STRIPE_EACH(s, set)                                                                        \
     for (unsigned s = stripe_next(set, 0); s < RMA_ACC_NLOCKS; s = stripe_next(set, s + 1))
 
-static int stripe_in(const stripe_set_t *set, unsigned s)
-{
-    return (int)((set->bits[s / 64] >> (s % 64)) & 1u);
-}
-
 /* Takes every stripe of the set in ascending order (the global order: no deadlock); the
  * ones that were marked when taken go to *seen. */
 static int stripe_lock_set(rma_win_t *win, int trank, const stripe_set_t *set, stripe_set_t *seen)
@@ -364,7 +372,7 @@ static int stripe_lock_set(rma_win_t *win, int trank, const stripe_set_t *set, s
         if ((rc = stripe_lock(win, trank, s, &mark)) != 0)
             break;
         if (mark != 0)
-            seen->bits[s / 64] |= UINT64_C(1) << (s % 64);
+            stripe_add(seen, s);
     }
     return rc;
 }
@@ -465,6 +473,9 @@ static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_
 {
     static const stripe_set_t none;
     int any = memcmp(seen, &none, sizeof(none)) != 0;
+    int (*plain)(int, void *, const char *, size_t) =
+        akind < (int)(sizeof(plain_kernels) / sizeof(plain_kernels[0])) ? plain_kernels[akind]
+                                                                        : NULL;
 
     for (size_t pos = 0, end; pos < n; pos = end) {
         int marked = any && stripe_in(seen, rma_acc_stripe_of(trank, key + pos));
@@ -480,8 +491,7 @@ static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_
             } while (p < n && stripe_in(seen, rma_acc_stripe_of(trank, key + p)) == marked);
             end = p < n ? p : n;
         }
-        if (marked || akind >= (int)(sizeof(plain_kernels) / sizeof(plain_kernels[0])) ||
-            (op != RMA_OP_NO_OP && op != RMA_OP_REPLACE && plain_kernels[akind] == NULL)) {
+        if (marked || plain == NULL) { /* plain == NULL: C bool */
             for (size_t i = 0; i < end - pos; i += es)
                 rma_acc_atomic(akind, op, tt + i, oo ? oo + i : NULL, rr ? rr + i : NULL, relaxed);
             continue;
@@ -490,7 +500,7 @@ static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_
             memcpy(rr, tt, end - pos);
         if (op == RMA_OP_REPLACE)
             memmove(tt, oo, end - pos);
-        else if (op != RMA_OP_NO_OP && plain_kernels[akind](op, tt, oo, (end - pos) / es) != 0)
+        else if (op != RMA_OP_NO_OP && plain(op, tt, oo, (end - pos) / es) != 0)
             for (size_t i = 0; i < end - pos; i += es) /* an op the plain kernels leave out */
                 rma_acc_atomic(akind, op, tt + i, oo + i, NULL, relaxed);
     }
@@ -1148,21 +1158,16 @@ const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t b
 static int stripe_try_set(rma_win_t *win, const stripe_set_t *set, stripe_set_t *seen)
 {
     const uint32_t me = (uint32_t)win->rank + 1;
+    uint32_t mark;
 
     memset(seen, 0, sizeof(*seen));
     STRIPE_EACH (s, set) {
-        _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
-        uint32_t cur = atomic_load_explicit(w, memory_order_relaxed);
-        while (!(cur & RMA_STRIPE_HELD) &&
-               !atomic_compare_exchange_weak_explicit(w, &cur, cur | me, memory_order_acquire,
-                                                      memory_order_relaxed))
-            ;
-        if (cur & RMA_STRIPE_HELD) {
+        if (!stripe_take(rma_acc_stripe_word(win, s), me, &mark)) {
             stripe_unlock_set(win, win->rank, set, seen, s);
             return -EAGAIN;
         }
-        if (cur != 0)
-            seen->bits[s / 64] |= UINT64_C(1) << (s % 64);
+        if (mark != 0)
+            stripe_add(seen, s);
     }
     return 0;
 }
