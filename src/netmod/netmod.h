@@ -41,6 +41,8 @@ typedef struct rma_nm_tgt {
                                          endpoint flush completes (not host-assisted requests,
                                          whose answers do) */
     _Atomic unsigned ep_flushed;      /* ... how many of them the last endpoint flush covered */
+    _Atomic int ep_queued;            /* ucx: one of them waited in UCX's queue when issued
+                                         (it leaves only when this process drives UCX): push */
     uintptr_t ctl_raddr;              /* target's address of its node's control segment */
     void *ctl_key;                    /* remote key of that segment */
     void *data_key;                   /* remote key of the target's window memory */
@@ -153,6 +155,10 @@ typedef struct rma_netmod_ops {
      * included (the puts held back in agg are sent first, and every acknowledgement
      * arrived). 0 or -errno. */
     int (*flush)(rma_nm_tgt_t *t);
+    /* What was issued to the target gets there without any later call of this process:
+     * sends what agg holds back, and flushes only when the transport may still hold some
+     * of it (a post's notification: sync/pscw.c). 0 or -errno. */
+    int (*push)(rma_nm_tgt_t *t);
     /* Every operation issued to the target takes effect there before any issued after this
      * call: without a round trip when the transport applies them in issue order (t->ordered)
      * and no host-assisted request that may take effect out of order (hx_unordered) waits

@@ -138,6 +138,16 @@ static inline int rma_ctl_flush(rma_win_t *win, int t)
     return rma_nm_flush_due(nm) ? nm->ops->flush(nm) : 0;
 }
 
+/* Everything this process issued to target t gets there without a later call of ours
+ * (netmod.h push): cheaper than rma_ctl_flush where the transport already sent it all.
+ * 0 or -errno. */
+static inline int rma_ctl_push(rma_win_t *win, int t)
+{
+    rma_nm_tgt_t *nm = &win->targets[t].nm;
+
+    return nm->ops != NULL ? nm->ops->push(nm) : 0;
+}
+
 /* Every operation this process issued to any target is complete there. 0, or -errno with
  * the unreachable target in *failed. */
 int rma_ctl_flush_all(rma_win_t *win, int *failed);

@@ -67,7 +67,7 @@ int rma_post(rma_win_t *win, MPI_Group group, int assert)
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
         int o = ranks[i], nrc = rma_ctl_add(win, o, rma_ctl_off_post(win, o, win->rank), 1);
         if (nrc == 0 && !win->targets[o].local)
-            nrc = rma_ctl_flush(win, o); /* a post must not wait for our next call */
+            nrc = rma_ctl_push(win, o); /* a post must not wait for our next call */
         if (nrc != 0)
             rc = rma_ctl_fail(win, func, o, nrc);
     }

@@ -120,6 +120,7 @@ const rma_netmod_ops_t rma_nm_shm_ops = {
     .amo = nm_shm_amo,
     .amo_post = nm_shm_amo_post,
     .flush = nm_shm_flush,
+    .push = nm_shm_flush,
     .order = nm_shm_flush,
     .settle = nm_shm_flush,
     .flush_start = nm_shm_flush_start,

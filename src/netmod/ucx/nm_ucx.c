@@ -176,13 +176,17 @@ static void ep_issued(rma_nm_tgt_t *t)
     rma_nm_issued(t);
 }
 
-/* An operation whose completion a later flush waits for: the request is released now. */
-static int post_req(ucs_status_ptr_t req)
+/* An operation to t whose completion a later flush waits for: the request is released
+ * now. One that UCX could not hand to its transport at once is noted (ucx_push). */
+static int post_req(rma_nm_tgt_t *t, ucs_status_ptr_t req)
 {
     if (UCS_PTR_IS_ERR(req))
         return status_errno(UCS_PTR_STATUS(req));
-    if (req != NULL)
+    if (req != NULL) {
+        if (ucp_request_check_status(req) == UCS_INPROGRESS)
+            atomic_store_explicit(&t->ep_queued, 1, memory_order_relaxed);
         ucp_request_free(req);
+    }
     return 0;
 }
 
@@ -768,7 +772,7 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
     for (int i = 0; i < n; i++) {
         uint64_t raddr = (uint64_t)(uintptr_t)remote[i].iov_base;
         rc = post_req(
-            write ? ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p)
+            t, write ? ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p)
                   : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p));
         if (rc != 0) {
             if (i > 0)
@@ -829,7 +833,7 @@ static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t 
         static __thread unsigned next;
         uint64_t *slot = &ring[next++ % 1024];
         memcpy(slot, &v, sizeof(v));
-        rc = post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], slot, 1, raddr, key, &p));
+        rc = post_req(t, ucp_atomic_op_nbx(t->ep, amo_ops[op], slot, 1, raddr, key, &p));
         if (rc == 0)
             ep_issued(t);
         return rc;
@@ -858,7 +862,7 @@ static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintp
         p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         p.reply_buffer = reply;
     }
-    if ((rc = post_req(ucp_atomic_op_nbx(t->ep, amo_ops[op], value, 1, raddr, key, &p))) == 0)
+    if ((rc = post_req(t, ucp_atomic_op_nbx(t->ep, amo_ops[op], value, 1, raddr, key, &p))) == 0)
         ep_issued(t);
     return rc;
 }
@@ -884,6 +888,7 @@ static int ucx_flush_start(rma_nm_tgt_t *t, void **req)
     *req = NULL;
     if (rc != 0)
         return rc;
+    atomic_store_explicit(&t->ep_queued, 0, memory_order_relaxed); /* the flush covers it */
     r = ucp_ep_flush_nbx(t->ep, &p);
     if (UCS_PTR_IS_ERR(r))
         return status_errno(UCS_PTR_STATUS(r));
@@ -939,6 +944,18 @@ static int ucx_flush(rma_nm_tgt_t *t)
     return rc;
 }
 
+/* An operation that UCX handed to its transport when it was issued leaves without this
+ * process (over tcp the kernel has it; a device posted it); one that waited in UCX's queue
+ * needs the flush. Over tcp that saves the round trip of an endpoint flush. */
+static int ucx_push(rma_nm_tgt_t *t)
+{
+    int rc = drain_held(t);
+
+    if (rc == 0 && atomic_load_explicit(&t->ep_queued, memory_order_relaxed))
+        rc = ucx_flush(t);
+    return rc;
+}
+
 static int ucx_order(rma_nm_tgt_t *t)
 {
     /* sends what agg holds back (and lets the next small put go by RDMA, as after a flush) */
@@ -963,6 +980,7 @@ const rma_netmod_ops_t rma_nm_ucx_ops = {
     .amo = ucx_amo,
     .amo_post = ucx_amo_post,
     .flush = ucx_flush,
+    .push = ucx_push,
     .order = ucx_order,
     .settle = ucx_settle,
     .flush_start = ucx_flush_start,
