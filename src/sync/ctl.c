@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "mpid/rma/hx.h"
 #include "sync/ctl.h"
 #include "windows/win_error.h"
 
@@ -57,25 +58,48 @@ int rma_ctl_order(rma_win_t *win, int t)
     return rma_nm_pending(nm) ? nm->ops->order(nm) : 0;
 }
 
+/* Where t applies what we issue in order: sends the notification (the add, or the
+ * request it rides on: ride) and waits for its answer, which came after everything issued
+ * before took effect. 0, 1 when ride found nothing to ride on (nothing was sent), -errno. */
+static int signal_ordered(rma_win_t *win, int t, size_t off, uint64_t v, int ride)
+{
+    rma_nm_tgt_t *nm = &win->targets[t].nm;
+    unsigned seen = atomic_load_explicit(&nm->issued, memory_order_acquire);
+    unsigned ep = atomic_load_explicit(&nm->ep_ops, memory_order_acquire);
+    uint64_t old;
+    int rc = ride ? rma_hx_agg_notify(win, t, off, v) : rma_ctl_fadd(win, t, off, v, &old);
+
+    if (rc == 0 && (rc = nm->ops->settle(nm)) == 0) {
+        rma_nm_flushed(nm, seen);
+        rma_nm_covered(&nm->ep_flushed, ep);
+    }
+    return rc;
+}
+
 int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v)
 {
     rma_nm_tgt_t *nm = &win->targets[t].nm;
-    unsigned seen, ep;
-    uint64_t old;
     int rc;
 
     if (!nm->ordered) {
         rc = rma_ctl_add(win, t, off, v);
         return rc != 0 ? rc : rma_ctl_flush(win, t);
     }
-    seen = atomic_load_explicit(&nm->issued, memory_order_acquire);
-    ep = atomic_load_explicit(&nm->ep_ops, memory_order_acquire);
-    if ((rc = rma_ctl_fadd(win, t, off, v, &old)) == 0 && (rc = nm->ops->settle(nm)) == 0) {
-        /* the reply came after all of them took effect */
-        rma_nm_flushed(nm, seen);
-        rma_nm_covered(&nm->ep_flushed, ep);
-    }
-    return rc;
+    return signal_ordered(win, t, off, v, 0);
+}
+
+int rma_ctl_notify(rma_win_t *win, int t, size_t off, uint64_t v)
+{
+    rma_nm_tgt_t *nm = &win->targets[t].nm;
+    int rc;
+
+    /* no accumulate or rendezvous transfer may take effect after the notification */
+    if (nm->ordered && !win->targets[t].local &&
+        atomic_load_explicit(&nm->hx_unordered, memory_order_acquire) == 0 &&
+        (rc = signal_ordered(win, t, off, v, 1)) != 1)
+        return rc;
+    rc = rma_ctl_order(win, t);
+    return rc != 0 ? rc : rma_ctl_signal(win, t, off, v);
 }
 
 int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc)

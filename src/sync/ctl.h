@@ -165,16 +165,12 @@ int rma_ctl_flush_all_but(rma_win_t *win, int via, int *failed);
  * rma_ctl_order: what was issued to t takes effect before whatever is issued to t next
  * (a flush, or nothing but sending what aggregation holds back where order is kept).
  * rma_ctl_signal: word += v at t, complete there on return with everything ordered before.
- * rma_ctl_notify: both. 0 or -errno. */
+ * rma_ctl_notify: both; where order is kept and aggregation holds puts for t, the add
+ * rides on their request instead (one message and its answer, mpid/rma/hx.h). 0 or
+ * -errno. */
 int rma_ctl_order(rma_win_t *win, int t);
 int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v);
-
-static inline int rma_ctl_notify(rma_win_t *win, int t, size_t off, uint64_t v)
-{
-    int rc = rma_ctl_order(win, t);
-
-    return rc != 0 ? rc : rma_ctl_signal(win, t, off, v);
-}
+int rma_ctl_notify(rma_win_t *win, int t, size_t off, uint64_t v);
 
 /* Raises MPI_ERR_OTHER on the window for a network call to target t that failed with rc. */
 int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc);

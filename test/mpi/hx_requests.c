@@ -4,7 +4,9 @@
  * truncated, for a wrong or stale window, out of bounds, with overflowing or inconsistent
  * lengths, of an unknown kind. Each must be refused (status -EINVAL, or no answer for a
  * header cut short) and leave the target's memory unchanged; a well-formed request and
- * ordinary MPI_Put/MPI_Get afterwards must still work. For an allocated and a dynamic window.
+ * ordinary MPI_Put/MPI_Get afterwards must still work. A notification riding on a put
+ * (RMA_HX_F_NOTE) may name only a word of the ranks' control lines, and is applied exactly
+ * when the header is sound. For an allocated and a dynamic window.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -12,9 +14,12 @@
 #include "mpid/rma/hx.h"
 #include "rma_ext.h"
 #include "rmatest.h"
+#include "sync/ctl.h"
 
 #define WIN_BYTES 4096
 #define GOOD_OFF 100
+#define NOTE_GOOD 5          /* added by a well-formed put with a notification */
+#define NOTE_REFUSED (5 << 8) /* ... by one whose header is sound but its record is not */
 
 static int rank, nprocs;
 
@@ -74,8 +79,10 @@ static int send_rndv(MPI_Win win, int t, req_t *q, size_t data)
 static void run(int dynamic, int t)
 {
     uint8_t *mem = NULL, got[8];
-    uint64_t base = 0;
+    uint64_t base = 0, note0;
+    rma_win_t *rw;
     MPI_Win win;
+    size_t cnt_off; /* the target's PSCW completion count, a word a notification may name */
     int bad = 0;
 
     if (dynamic) {
@@ -89,6 +96,9 @@ static void run(int dynamic, int t)
         mem[i] = pattern(i);
     base = (uint64_t)(uintptr_t)mem;
     MPI_Bcast(&base, 1, MPI_UINT64_T, t, MPI_COMM_WORLD);
+    rw = rma_win_lookup(win);
+    cnt_off = RMA_CTL_OFF(rw, t, complete_cnt);
+    note0 = atomic_load(&rma_ctl_rank(rw->ctl, t)->complete_cnt);
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (rank == 0) {
@@ -98,7 +108,7 @@ static void run(int dynamic, int t)
         struct {
             const char *what;
             int rc;
-        } cases[32];
+        } cases[48];
         int n = 0, rc;
 #define CASE(what, call) cases[n++] = (typeof(cases[0])){what, (call)}
 
@@ -186,6 +196,45 @@ static void run(int dynamic, int t)
         req_init(&q, tg, RMA_HX_GET, base + 8, 8);
         q.h.flags = RMA_HX_F_SHARED | RMA_HX_F_RNDV;
         CASE("shared-lock rendezvous get", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        /* notifications riding on a put (RMA_HX_F_NOTE) */
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.flags = RMA_HX_F_NOTE;
+        q.h.note = 1;
+        q.h.note_off = 0;
+        CASE("notification on the control segment's header", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        q.h.note_off = cnt_off + 4;
+        CASE("misaligned notification", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        q.h.note_off = rw->ctl->post_off;
+        CASE("notification past the ranks' lines", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        q.h.note_off = (uint64_t)0 - 8;
+        CASE("notification at offset 2^64 - 8", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_GET, base + 8, 8);
+        q.h.flags = RMA_HX_F_NOTE;
+        q.h.note = 1;
+        q.h.note_off = cnt_off;
+        CASE("notification on a get", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        req_init(&q, tg, RMA_HX_ACC, base + 8, 8);
+        q.h.flags = RMA_HX_F_NOTE;
+        q.h.note = 1;
+        q.h.note_off = cnt_off;
+        CASE("notification on an accumulate", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.flags = RMA_HX_F_NOTE | RMA_HX_F_SHARED;
+        q.h.note = 1;
+        q.h.note_off = cnt_off;
+        CASE("notification on a shared-lock epoch", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.flags = RMA_HX_F_NOTE;
+        q.h.note = 1;
+        q.h.note_off = cnt_off;
+        CASE("notification on a put whose data is cut short", send_req(win, t, &q, sizeof(q.h), 1, 8, 3));
+        /* a sound header whose record is refused: the notification is applied all the same
+         * (the target must not wait for it forever; the origin reports the refusal) */
+        req_init(&q, tg, RMA_HX_PUT, end - 4, 8);
+        q.h.flags = RMA_HX_F_NOTE;
+        q.h.note = NOTE_REFUSED;
+        q.h.note_off = cnt_off;
+        CASE("put past the end with a notification", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         for (int i = 0; i < n; i++)
             CHECK(cases[i].rc == -EINVAL, "request '%s': status %d, expected %d (-EINVAL)",
                   cases[i].what, cases[i].rc, -EINVAL);
@@ -209,9 +258,19 @@ static void run(int dynamic, int t)
         q.h.flags = RMA_HX_F_SHARED;
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0,
               "a well-formed shared-lock get was refused");
+        req_init(&q, tg, RMA_HX_PUT, base + GOOD_OFF, 8);
+        q.h.flags = RMA_HX_F_NOTE;
+        q.h.note = NOTE_GOOD;
+        q.h.note_off = cnt_off;
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0,
+              "a well-formed put with a notification was refused");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == t) {
+        uint64_t got_note = atomic_load(&rma_ctl_rank(rw->ctl, t)->complete_cnt) - note0;
+        CHECK(got_note == NOTE_GOOD + NOTE_REFUSED,
+              "notifications added %#llx to the completion count, expected %#x",
+              (unsigned long long)got_note, NOTE_GOOD + NOTE_REFUSED);
         for (int i = 0; i < WIN_BYTES; i++) {
             uint8_t want = i >= GOOD_OFF && i < GOOD_OFF + 8 ? 0xAB : pattern(i);
             if (mem[i] != want && bad++ < 4)

@@ -583,6 +583,33 @@ int rma_hx_agg_shared(rma_win_t *win, int trank)
     return rc;
 }
 
+int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    rma_hx_agg_t *a = nm->agg;
+    int rc;
+
+    if (a == NULL)
+        return 1;
+    agg_lock(a);
+    if (a->nrec == 0 || a->h.kind != RMA_HX_PUT) {
+        agg_unlock(a);
+        return 1;
+    }
+    atomic_store_explicit(&nm->primed, 0, memory_order_relaxed); /* as a flush does */
+    rc = agg_send_gets(a);
+    if (rc == 0) {
+        a->h.flags = RMA_HX_F_NOTE;
+        a->h.note_off = off;
+        a->h.note = v;
+        rc = agg_send(nm, a);
+        a->h.flags = 0;
+        a->h.note_off = a->h.note = 0;
+    }
+    agg_unlock(a);
+    return rc;
+}
+
 int rma_hx_in_flight(rma_nm_tgt_t *nm)
 {
     return atomic_load_explicit(&nm->hx_out, memory_order_acquire) > 0 ||
@@ -808,6 +835,18 @@ static int hx_rec_span(const rma_hx_rec_t *r, uint64_t *lo, uint64_t *hi)
     return 1;
 }
 
+/* The control word a notification may name: 8-byte aligned, in the ranks' lines of this
+ * node's control segment (lock words, fence and PSCW counters); NULL for any other. */
+static _Atomic uint64_t *hx_note_word(rma_win_t *win, uint64_t off)
+{
+    const rma_ctl_t *c = win->ctl;
+    uint64_t end = c->ranks_off + (uint64_t)c->nranks * sizeof(rma_ctl_rank_t);
+
+    if (off % sizeof(uint64_t) != 0 || off < c->ranks_off || off > end - sizeof(uint64_t))
+        return NULL;
+    return (_Atomic uint64_t *)((char *)win->ctl + off);
+}
+
 /* Checks a request's header against its length and the windows here; NULL when it is
  * sound (the window in *win_p), else why not. */
 static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_win_t **win_p)
@@ -819,13 +858,16 @@ static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_
         return "bad header";
     if (h->kind != RMA_HX_PUT && h->kind != RMA_HX_GET && h->kind != RMA_HX_ACC)
         return "unknown request kind";
-    if ((h->flags & ~(RMA_HX_F_RNDV | RMA_HX_F_SHARED)) != 0 ||
+    if ((h->flags & ~(RMA_HX_F_RNDV | RMA_HX_F_SHARED | RMA_HX_F_NOTE)) != 0 ||
         ((h->flags & RMA_HX_F_RNDV) && (h->kind == RMA_HX_ACC || h->nrec != 1)) ||
-        ((h->flags & RMA_HX_F_SHARED) && (h->kind == RMA_HX_ACC || (h->flags & RMA_HX_F_RNDV))))
+        ((h->flags & RMA_HX_F_SHARED) && (h->kind == RMA_HX_ACC || (h->flags & RMA_HX_F_RNDV))) ||
+        ((h->flags & RMA_HX_F_NOTE) && (h->kind != RMA_HX_PUT || h->flags != RMA_HX_F_NOTE)))
         return "bad flags";
     win = rma_win_lookup((MPI_Win)h->win);
     if (win == NULL || win->serial != h->serial || !win->net)
         return "no such window here";
+    if ((h->flags & RMA_HX_F_NOTE) && hx_note_word(win, h->note_off) == NULL)
+        return "notification outside the ranks' control words";
     if (h->nrec == 0 || h->nrec > HX_MAX_REC ||
         h->bytes > ((h->flags & RMA_HX_F_RNDV) ? RMA_RNDV_MAX : HX_MAX_BYTES))
         return "record count or length out of range";
@@ -897,6 +939,10 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
     rma_hx_reply_t a = {0};
     rma_win_t *win = NULL;
     const char *why = hx_check(h, hlen, len, &win);
+    /* a sound header's notification is applied even when its records are refused: the
+     * origin reports the refusal, the target must not wait for the notification forever */
+    _Atomic uint64_t *note =
+        why == NULL && (h->flags & RMA_HX_F_NOTE) ? hx_note_word(win, h->note_off) : NULL;
     size_t esize = 1, rbytes = 0, cmp = 0;
     rma_hx_rec_t *recs = NULL;
     const char *src = NULL;
@@ -949,6 +995,8 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
         free(out);
         return rc;
     }
+    if (note != NULL) /* after the records took effect, before the answer */
+        atomic_fetch_add_explicit(note, h->note, memory_order_release);
     if (why != NULL) {
         fprintf(stderr, "librma: dropped a host-assisted request from world rank %d: %s\n",
                 hlen >= sizeof(*h) ? h->origin : -1, why);

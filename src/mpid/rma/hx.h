@@ -35,6 +35,11 @@ enum { RMA_HX_PUT = 1, RMA_HX_GET, RMA_HX_ACC };
  * or wanted there, the request waits at the agent. */
 #define RMA_HX_F_SHARED 0x2u
 
+/* A notification rides on the request (a put's, sync/ctl.h rma_ctl_notify): once the
+ * agent has applied the records, it adds note to the word at note_off of its node's
+ * control segment, a word of the ranks' lines, and then answers. */
+#define RMA_HX_F_NOTE 0x4u
+
 /* A request: the header, then nrec records, then the data: for a put the bytes the records
  * cover, in record order; for an accumulate (RMA_HX_ACC) the compare element of a
  * compare-and-swap, then the origin's elements (none for MPI_NO_OP). */
@@ -49,8 +54,9 @@ typedef struct rma_hx_hdr {
     uint32_t serial; /* ... and the target's serial number of it (rma_win_t.serial) */
     int32_t origin;  /* origin's rank in MPI_COMM_WORLD (for the log) */
     uint32_t nrec;
-    uint64_t bytes;  /* data bytes the records cover */
-    uint64_t cookie; /* returned in the reply */
+    uint64_t bytes;          /* data bytes the records cover */
+    uint64_t cookie;         /* returned in the reply */
+    uint64_t note_off, note; /* RMA_HX_F_NOTE */
 } rma_hx_hdr_t;
 
 /* count pieces of len bytes, the i-th at target address addr + i * stride */
@@ -155,6 +161,13 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
  * flush completes what was sent); 1 when it is not one such request (nothing was sent);
  * or -errno. */
 int rma_hx_agg_shared(rma_win_t *win, int trank);
+
+/* Where the target applies requests in issue order (nm->ordered) and aggregation holds
+ * puts for target trank: sends them (the held gets first) as one request that carries the
+ * notification "word at control offset off += v" (RMA_HX_F_NOTE), and returns 0; its
+ * answer, which a flush or settle waits for, says that both took effect. 1 when no put is
+ * held (nothing was sent), or -errno. */
+int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v);
 
 /* 1 when requests to nm's target's agent are held back or not acknowledged yet: an
  * accumulate that takes another path (network atomics, origin-side) flushes them first. */

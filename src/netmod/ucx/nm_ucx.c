@@ -773,7 +773,7 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
         uint64_t raddr = (uint64_t)(uintptr_t)remote[i].iov_base;
         rc = post_req(
             t, write ? ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p)
-                  : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p));
+                     : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p));
         if (rc != 0) {
             if (i > 0)
                 ep_issued(t);
