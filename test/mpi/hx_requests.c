@@ -5,8 +5,8 @@
  * lengths, of an unknown kind. Each must be refused (status -EINVAL, or no answer for a
  * header cut short) and leave the target's memory unchanged; a well-formed request and
  * ordinary MPI_Put/MPI_Get afterwards must still work. A notification riding on a put
- * (RMA_HX_F_NOTE) may name only a word of the ranks' control lines, and is applied exactly
- * when the header is sound. For an allocated and a dynamic window.
+ * or a get (RMA_HX_F_NOTE) may name only a word of the ranks' control lines, and is applied
+ * exactly when the header is sound. For an allocated and a dynamic window.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -209,10 +209,10 @@ static void run(int dynamic, int t)
         q.h.note_off = (uint64_t)0 - 8;
         CASE("notification at offset 2^64 - 8", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         req_init(&q, tg, RMA_HX_GET, base + 8, 8);
-        q.h.flags = RMA_HX_F_NOTE;
+        q.h.flags = RMA_HX_F_NOTE | RMA_HX_F_RNDV;
         q.h.note = 1;
         q.h.note_off = cnt_off;
-        CASE("notification on a get", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        CASE("notification on a rendezvous get", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
         req_init(&q, tg, RMA_HX_ACC, base + 8, 8);
         q.h.flags = RMA_HX_F_NOTE;
         q.h.note = 1;
@@ -264,13 +264,19 @@ static void run(int dynamic, int t)
         q.h.note_off = cnt_off;
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0,
               "a well-formed put with a notification was refused");
+        req_init(&q, tg, RMA_HX_GET, base + GOOD_OFF, 8);
+        q.h.flags = RMA_HX_F_NOTE;
+        q.h.note = NOTE_GOOD;
+        q.h.note_off = cnt_off;
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0,
+              "a well-formed get with a notification was refused");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == t) {
         uint64_t got_note = atomic_load(&rma_ctl_rank(rw->ctl, t)->complete_cnt) - note0;
-        CHECK(got_note == NOTE_GOOD + NOTE_REFUSED,
+        CHECK(got_note == 2 * NOTE_GOOD + NOTE_REFUSED,
               "notifications added %#llx to the completion count, expected %#x",
-              (unsigned long long)got_note, NOTE_GOOD + NOTE_REFUSED);
+              (unsigned long long)got_note, 2 * NOTE_GOOD + NOTE_REFUSED);
         for (int i = 0; i < WIN_BYTES; i++) {
             uint8_t want = i >= GOOD_OFF && i < GOOD_OFF + 8 ? 0xAB : pattern(i);
             if (mem[i] != want && bad++ < 4)

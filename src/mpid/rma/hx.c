@@ -216,6 +216,11 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
         w->runs = memcpy(copy, w->runs, (size_t)nruns * sizeof(*copy));
     }
     hx_hdr_init(&h, hx, nrec, bytes, w);
+    if (hx->noted && *ri == hx->nruns) {
+        h.flags |= RMA_HX_F_NOTE;
+        h.note_off = hx->note_off;
+        h.note = hx->note;
+    }
     atomic_fetch_add_explicit(w->left, 1, memory_order_relaxed);
     rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs));
     if (held)
@@ -592,13 +597,18 @@ int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v)
     if (a == NULL)
         return 1;
     agg_lock(a);
-    if (a->nrec == 0 || a->h.kind != RMA_HX_PUT) {
+    if (a->nrec > 0 ? a->h.kind != RMA_HX_PUT : a->gets.nruns == 0) {
         agg_unlock(a);
         return 1;
     }
     atomic_store_explicit(&nm->primed, 0, memory_order_relaxed); /* as a flush does */
-    rc = agg_send_gets(a);
-    if (rc == 0) {
+    if (a->nrec == 0) { /* gets alone: the last of their requests carries it */
+        a->gets.noted = 1;
+        a->gets.note_off = off;
+        a->gets.note = v;
+        rc = agg_send_gets(a);
+        a->gets.noted = 0;
+    } else if ((rc = agg_send_gets(a)) == 0) {
         a->h.flags = RMA_HX_F_NOTE;
         a->h.note_off = off;
         a->h.note = v;
@@ -861,7 +871,7 @@ static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_
     if ((h->flags & ~(RMA_HX_F_RNDV | RMA_HX_F_SHARED | RMA_HX_F_NOTE)) != 0 ||
         ((h->flags & RMA_HX_F_RNDV) && (h->kind == RMA_HX_ACC || h->nrec != 1)) ||
         ((h->flags & RMA_HX_F_SHARED) && (h->kind == RMA_HX_ACC || (h->flags & RMA_HX_F_RNDV))) ||
-        ((h->flags & RMA_HX_F_NOTE) && (h->kind != RMA_HX_PUT || h->flags != RMA_HX_F_NOTE)))
+        ((h->flags & RMA_HX_F_NOTE) && (h->kind == RMA_HX_ACC || h->flags != RMA_HX_F_NOTE)))
         return "bad flags";
     win = rma_win_lookup((MPI_Win)h->win);
     if (win == NULL || win->serial != h->serial || !win->net)

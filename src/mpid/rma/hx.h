@@ -35,8 +35,8 @@ enum { RMA_HX_PUT = 1, RMA_HX_GET, RMA_HX_ACC };
  * or wanted there, the request waits at the agent. */
 #define RMA_HX_F_SHARED 0x2u
 
-/* A notification rides on the request (a put's, sync/ctl.h rma_ctl_notify): once the
- * agent has applied the records, it adds note to the word at note_off of its node's
+/* A notification rides on the request (a put or a get, sync/ctl.h rma_ctl_notify): once
+ * the agent has applied the records, it adds note to the word at note_off of its node's
  * control segment, a word of the ranks' lines, and then answers. */
 #define RMA_HX_F_NOTE 0x4u
 
@@ -93,6 +93,8 @@ typedef struct rma_hx {
     int trank;
     int write;     /* 1: put (or accumulate) */
     uint8_t flags; /* RMA_HX_F_* of every request sent for it */
+    int noted;     /* the last request sent for it carries a notification: */
+    uint64_t note_off, note;
     rma_hx_run_t *runs;
     int nruns, cap;
     uint64_t pieces, bytes;
@@ -163,10 +165,10 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
 int rma_hx_agg_shared(rma_win_t *win, int trank);
 
 /* Where the target applies requests in issue order (nm->ordered) and aggregation holds
- * puts for target trank: sends them (the held gets first) as one request that carries the
- * notification "word at control offset off += v" (RMA_HX_F_NOTE), and returns 0; its
- * answer, which a flush or settle waits for, says that both took effect. 1 when no put is
- * held (nothing was sent), or -errno. */
+ * puts or gets for target trank: sends them (the gets first), the last request carrying
+ * the notification "word at control offset off += v" (RMA_HX_F_NOTE), and returns 0; its
+ * answer, which a flush or settle waits for, says that all took effect. 1 when neither is
+ * held, or accumulates are (nothing was sent), or -errno. */
 int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v);
 
 /* 1 when requests to nm's target's agent are held back or not acknowledged yet: an
