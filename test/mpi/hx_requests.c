@@ -49,6 +49,17 @@ static void req_init(req_t *q, const rma_target_t *tg, int kind, uint64_t addr, 
     memset(q->data, 0xAB, sizeof(q->data));
 }
 
+/* The same, carrying the notification "word at control offset off += note" (RMA_HX_F_NOTE,
+ * with more flags). */
+static void note_init(req_t *q, const rma_target_t *tg, int kind, uint64_t addr, uint8_t flags,
+                      uint64_t off, uint64_t note)
+{
+    req_init(q, tg, kind, addr, 8);
+    q->h.flags = RMA_HX_F_NOTE | flags;
+    q->h.note_off = off;
+    q->h.note = note;
+}
+
 /* Sends q with its first nrec records and (put) the data the header announces; body_cut
  * bytes fewer than that. */
 static int send_req(MPI_Win win, int t, const req_t *q, size_t hlen, uint32_t nrec, size_t data,
@@ -196,11 +207,8 @@ static void run(int dynamic, int t)
         req_init(&q, tg, RMA_HX_GET, base + 8, 8);
         q.h.flags = RMA_HX_F_SHARED | RMA_HX_F_RNDV;
         CASE("shared-lock rendezvous get", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
-        /* notifications riding on a put (RMA_HX_F_NOTE) */
-        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
-        q.h.flags = RMA_HX_F_NOTE;
-        q.h.note = 1;
-        q.h.note_off = 0;
+        /* notifications riding on a request (RMA_HX_F_NOTE) */
+        note_init(&q, tg, RMA_HX_PUT, base + 8, 0, 0, 1);
         CASE("notification on the control segment's header", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         q.h.note_off = cnt_off + 4;
         CASE("misaligned notification", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
@@ -208,32 +216,17 @@ static void run(int dynamic, int t)
         CASE("notification past the ranks' lines", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         q.h.note_off = (uint64_t)0 - 8;
         CASE("notification at offset 2^64 - 8", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
-        req_init(&q, tg, RMA_HX_GET, base + 8, 8);
-        q.h.flags = RMA_HX_F_NOTE | RMA_HX_F_RNDV;
-        q.h.note = 1;
-        q.h.note_off = cnt_off;
+        note_init(&q, tg, RMA_HX_GET, base + 8, RMA_HX_F_RNDV, cnt_off, 1);
         CASE("notification on a rendezvous get", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
-        req_init(&q, tg, RMA_HX_ACC, base + 8, 8);
-        q.h.flags = RMA_HX_F_NOTE;
-        q.h.note = 1;
-        q.h.note_off = cnt_off;
+        note_init(&q, tg, RMA_HX_ACC, base + 8, 0, cnt_off, 1);
         CASE("notification on an accumulate", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
-        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
-        q.h.flags = RMA_HX_F_NOTE | RMA_HX_F_SHARED;
-        q.h.note = 1;
-        q.h.note_off = cnt_off;
+        note_init(&q, tg, RMA_HX_PUT, base + 8, RMA_HX_F_SHARED, cnt_off, 1);
         CASE("notification on a shared-lock epoch", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
-        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
-        q.h.flags = RMA_HX_F_NOTE;
-        q.h.note = 1;
-        q.h.note_off = cnt_off;
+        note_init(&q, tg, RMA_HX_PUT, base + 8, 0, cnt_off, 1);
         CASE("notification on a put whose data is cut short", send_req(win, t, &q, sizeof(q.h), 1, 8, 3));
         /* a sound header whose record is refused: the notification is applied all the same
          * (the target must not wait for it forever; the origin reports the refusal) */
-        req_init(&q, tg, RMA_HX_PUT, end - 4, 8);
-        q.h.flags = RMA_HX_F_NOTE;
-        q.h.note = NOTE_REFUSED;
-        q.h.note_off = cnt_off;
+        note_init(&q, tg, RMA_HX_PUT, end - 4, 0, cnt_off, NOTE_REFUSED);
         CASE("put past the end with a notification", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         for (int i = 0; i < n; i++)
             CHECK(cases[i].rc == -EINVAL, "request '%s': status %d, expected %d (-EINVAL)",
@@ -258,16 +251,10 @@ static void run(int dynamic, int t)
         q.h.flags = RMA_HX_F_SHARED;
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0,
               "a well-formed shared-lock get was refused");
-        req_init(&q, tg, RMA_HX_PUT, base + GOOD_OFF, 8);
-        q.h.flags = RMA_HX_F_NOTE;
-        q.h.note = NOTE_GOOD;
-        q.h.note_off = cnt_off;
+        note_init(&q, tg, RMA_HX_PUT, base + GOOD_OFF, 0, cnt_off, NOTE_GOOD);
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0,
               "a well-formed put with a notification was refused");
-        req_init(&q, tg, RMA_HX_GET, base + GOOD_OFF, 8);
-        q.h.flags = RMA_HX_F_NOTE;
-        q.h.note = NOTE_GOOD;
-        q.h.note_off = cnt_off;
+        note_init(&q, tg, RMA_HX_GET, base + GOOD_OFF, 0, cnt_off, NOTE_GOOD);
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0,
               "a well-formed get with a notification was refused");
     }
