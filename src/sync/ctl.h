@@ -165,9 +165,9 @@ int rma_ctl_flush_all_but(rma_win_t *win, int via, int *failed);
  * rma_ctl_order: what was issued to t takes effect before whatever is issued to t next
  * (a flush, or nothing but sending what aggregation holds back where order is kept).
  * rma_ctl_signal: word += v at t, complete there on return with everything ordered before.
- * rma_ctl_notify: both; where order is kept and aggregation holds puts for t, the add
- * rides on their request instead (one message and its answer, mpid/rma/hx.h). 0 or
- * -errno. */
+ * rma_ctl_notify: both; where order is kept and aggregation holds puts or gets for t, the
+ * add rides on their last request instead (one message and its answer, mpid/rma/hx.h).
+ * 0 or -errno. */
 int rma_ctl_order(rma_win_t *win, int t);
 int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v);
 int rma_ctl_notify(rma_win_t *win, int t, size_t off, uint64_t v);

@@ -93,7 +93,7 @@ typedef struct rma_hx {
     int trank;
     int write;     /* 1: put (or accumulate) */
     uint8_t flags; /* RMA_HX_F_* of every request sent for it */
-    int noted;     /* the last request sent for it carries a notification: */
+    int noted;     /* its last get request carries the notification note_off, note */
     uint64_t note_off, note;
     rma_hx_run_t *runs;
     int nruns, cap;
