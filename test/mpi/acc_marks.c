@@ -1,23 +1,26 @@
 /*
- * acc_marks - multi-element accumulates racing one-element atomics on the same lines.
+ * acc_marks - multi-element accumulates racing one-element atomics on the same stripes.
  *
- * A call on several elements holds the stripes of its target lines; a one-element atomic
- * takes none, and marks its line's stripe the first time. Stripes taken unmarked let the
- * holder update with plain loads and stores (doc/atomicity.md §2), marked ones take an
- * atomic per element. Every rank alternates a 4 KiB MPI_Accumulate / MPI_Get_accumulate
- * over all of rank 0's array with bursts of MPI_Fetch_and_op and one-element
- * MPI_Accumulate on the first element of each even line; the odd lines see only
- * whole-array calls. Checked exactly: the final sums, and that no two fetches of a hot
+ * A call on several elements holds the stripes of its target spans (RMA_ACC_SPAN bytes
+ * each); a one-element atomic takes none, and marks its span's stripe the first time.
+ * Stripes taken unmarked let the holder update with plain loads and stores
+ * (doc/atomicity.md §2), marked ones take an atomic per element. Every rank alternates a
+ * 4 KiB MPI_Accumulate / MPI_Get_accumulate over all of rank 0's array with bursts of
+ * MPI_Fetch_and_op and one-element MPI_Accumulate on the first element of each even span;
+ * the odd spans see only whole-array calls. Checked exactly: the final sums, and that no two fetches of a hot
  * element (whole-array or one-element) return the same value. RMA_TEST_ACC_GAP makes a
  * one-element call on the slow path pause between seeing its stripe free and updating,
  * which lets whole-array calls run inside that gap. Every window flavor; lock_all + flush,
  * shared locks, fence. MARKS_ITER=n sets the iterations.
  */
+#include "mpid/rma/acc.h"
 #include "rmatest.h"
 
 static int ITER = 3000; /* whole-array calls per rank and phase (env MARKS_ITER) */
-#define NELEM  1024     /* ints: 64 cache lines */
-#define NHOT   32       /* the first element of each even line */
+#define NELEM  1024     /* ints: 4 KiB */
+#define SPAN   ((int)(RMA_ACC_SPAN / sizeof(int))) /* ints in a stripe's span */
+#define NHOT   (NELEM / SPAN / 2)                  /* the first element of each even span */
+#define HOT(h) (2 * SPAN * (h))
 #define BURST  4        /* one-element calls after each whole-array call */
 #define NPHASE 3
 
@@ -60,10 +63,10 @@ static void run(int flavor)
                                           NELEM, MPI_INT, MPI_SUM, win));
                 MPI_OK(MPI_Win_flush(0, win));
                 for (int h = 0; h < NHOT; h++)
-                    log[nlog++] = (long long)h << 32 | (unsigned)got[32 * h];
+                    log[nlog++] = (long long)h << 32 | (unsigned)got[HOT(h)];
             }
             for (int b = 0; b < BURST; b++) {
-                int h = (k * BURST + b + rank * 7) % NHOT, e = 32 * h;
+                int h = (k * BURST + b + rank * 7) % NHOT, e = HOT(h);
                 if (fetch && b % 2 == 0) {
                     MPI_OK(MPI_Fetch_and_op(&one, &r, MPI_INT, 0, DISP(e), MPI_SUM, win));
                     MPI_OK(MPI_Win_flush(0, win));

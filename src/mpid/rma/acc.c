@@ -329,10 +329,10 @@ static int stripe_in(const stripe_set_t *set, unsigned s)
     return (int)((set->bits[s / 64] >> (s % 64)) & 1u);
 }
 
-/* Marks the stripes of every cache line of target bytes [key, key + len). */
+/* Marks the stripes of every span of target bytes [key, key + len). */
 static void stripe_mark(stripe_set_t *set, int trank, uint64_t key, size_t len)
 {
-    uint64_t first = key >> 6, last = (key + len - 1) >> 6;
+    uint64_t first = key >> RMA_ACC_SPAN_SHIFT, last = (key + len - 1) >> RMA_ACC_SPAN_SHIFT;
 
     if (len == 0)
         return;
@@ -341,7 +341,7 @@ static void stripe_mark(stripe_set_t *set, int trank, uint64_t key, size_t len)
         return;
     }
     for (uint64_t l = first; l <= last; l++)
-        stripe_add(set, rma_acc_stripe_of(trank, l << 6));
+        stripe_add(set, rma_acc_stripe_of(trank, l << RMA_ACC_SPAN_SHIFT));
 }
 
 /* The first stripe of set at or after s, RMA_ACC_NLOCKS when none: a call touches a few
@@ -464,9 +464,9 @@ static int (*const plain_kernels[])(int, void *, const char *, size_t) = {
 };
 
 /* n bytes of whole elements at t, mapped here, aligned, whose stripes are held: the
- * previous values to r, then t = t op o. Elements on lines whose stripe was marked when
+ * previous values to r, then t = t op o. Elements on spans whose stripe was marked when
  * taken (seen) take one CPU atomic each, as one-element calls may update them at any
- * moment; the rest are plain loads and stores, in runs of lines (doc/atomicity.md §2).
+ * moment; the rest are plain loads and stores, in runs of spans (doc/atomicity.md §2).
  * `key` is the stripe key of t on target trank; an element's stripe is its first byte's. */
 static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_set_t *seen,
                         int trank, uint64_t key, char *t, const char *o, char *r, size_t n)
@@ -483,11 +483,11 @@ static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_
         const char *oo = o != NULL ? o + pos : NULL;
 
         end = n;
-        if (any) { /* the run: the following lines with the same mark */
+        if (any) { /* the run: the following spans with the same mark */
             size_t p = pos;
             do {
-                size_t line_end = (size_t)(((key + p) | 63u) + 1u - key);
-                p = (line_end + es - 1) / es * es;
+                size_t span_end = (size_t)(((key + p) | (RMA_ACC_SPAN - 1u)) + 1u - key);
+                p = (span_end + es - 1) / es * es;
             } while (p < n && stripe_in(seen, rma_acc_stripe_of(trank, key + p)) == marked);
             end = p < n ? p : n;
         }
@@ -768,7 +768,7 @@ static int acc_hx(acc_op_t *a)
     return rc == -1 ? -ENOMEM : rc;
 }
 
-/* Takes the stripes of every cache line of the target buffer, in the global order, and
+/* Takes the stripes of every span of the target buffer, in the global order, and
  * marks them held. 0, or -1 when walking the layout ran out of memory. */
 static int stripe_hold(acc_op_t *a, stripe_set_t *set)
 {

@@ -118,7 +118,7 @@ struct rma_hx_rec;
  * (0 when basic is not one usable in accumulates). check: NULL when (kind, op, basic) and
  * the data bytes are a sound request, the data that must follow the records in *data;
  * else why not. serve: applies the call to this rank's memory at the records, under the
- * stripes of every line they touch (doc/atomicity.md): 0, 1 when MPI_Reduce_local failed,
+ * stripes of every span they touch (doc/atomicity.md): 0, 1 when MPI_Reduce_local failed,
  * -EAGAIN (nothing done) when a stripe is taken. */
 size_t rma_acc_serve_esize(MPI_Datatype basic);
 const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t bytes, size_t *data);
@@ -304,21 +304,27 @@ static inline int rma_acc_relaxed(const rma_win_t *win)
 
 /* ------------------------------------------------------------------ stripes */
 
-/* The lock word of stripe s (RMA_ACC_NLOCKS per window, one per cache line). */
+/* The lock word of stripe s (RMA_ACC_NLOCKS per window, each on a cache line of its own). */
 static inline _Atomic uint32_t *rma_acc_stripe_word(rma_win_t *win, unsigned s)
 {
     return (_Atomic uint32_t *)((char *)win->ctl + win->ctl->acc_off + (size_t)s * RMA_CACHE_LINE);
 }
 
+/* Bytes of target memory one stripe covers (its span): four cache lines. A call takes one
+ * stripe per span it touches (a 4 KiB call 16, not 64), at the price of serializing
+ * multi-element calls on disjoint lines of one span (doc/atomicity.md §3). */
+#define RMA_ACC_SPAN_SHIFT 8
+#define RMA_ACC_SPAN       (1u << RMA_ACC_SPAN_SHIFT)
+
 /* Stripe of the element whose first byte is `key` bytes into target `trank`'s window (its
- * own address for dynamic windows): one stripe per cache line, ranks spread apart. */
+ * own address for dynamic windows): one stripe per span, ranks spread apart. */
 static inline unsigned rma_acc_stripe_of(int trank, uint64_t key)
 {
-    return (unsigned)((key >> 6) + (uint64_t)trank * 97u) & (RMA_ACC_NLOCKS - 1u);
+    return (unsigned)((key >> RMA_ACC_SPAN_SHIFT) + (uint64_t)trank * 97u) & (RMA_ACC_NLOCKS - 1u);
 }
 
 /* A stripe word: 0 when free, the holder's rank + 1 while held (RMA_STRIPE_HELD), and
- * RMA_STRIPE_SEEN from the first one-element call on its lines on. A call on several
+ * RMA_STRIPE_SEEN from the first one-element call on its span on. A call on several
  * elements holds their stripes while it runs; a one-element CPU atomic takes no stripe but
  * must not land inside such a call (doc/atomicity.md), so it goes only when its stripe is
  * free and marked: a holder that took the stripe unmarked knows that no one-element call
