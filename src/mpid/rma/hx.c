@@ -369,21 +369,51 @@ static int agg_send_gets(rma_hx_agg_t *a)
     return a->gets.nruns > 0 ? hx_send(&a->gets, 1) : 0;
 }
 
-/* Sends what is held back for nm (nm->agg is set); a flush also sends the gets and lets
- * the next small operation go on its own. */
+/* A notification that rides on the last request sent (RMA_HX_F_NOTE). */
+typedef struct hx_note {
+    uint64_t off, v;
+} hx_note_t;
+
+/* Sends what a (locked) holds back for nm; a flush also sends the gets and lets the next
+ * small operation go on its own. note (a flush only): the last request carries it, and
+ * the puts go only if the gets went, as the note says that everything before it took
+ * effect. */
+static int agg_send_locked(rma_nm_tgt_t *nm, rma_hx_agg_t *a, int flush, const hx_note_t *note)
+{
+    int rc, grc = 0;
+
+    if (flush) {
+        atomic_store_explicit(&nm->primed, 0, memory_order_relaxed);
+        if (note != NULL && a->nrec == 0) { /* gets alone: the last of their requests */
+            a->gets.noted = 1;
+            a->gets.note_off = note->off;
+            a->gets.note = note->v;
+        }
+        grc = agg_send_gets(a);
+        a->gets.noted = 0;
+        if (note != NULL && (a->nrec == 0 || grc != 0))
+            return grc;
+    }
+    if (note == NULL)
+        return (rc = agg_send(nm, a)) != 0 ? rc : grc;
+    a->h.flags = RMA_HX_F_NOTE;
+    a->h.note_off = note->off;
+    a->h.note = note->v;
+    rc = agg_send(nm, a);
+    a->h.flags = 0;
+    a->h.note_off = a->h.note = 0;
+    return rc;
+}
+
 static int agg_send_held(rma_nm_tgt_t *nm, int flush)
 {
     rma_hx_agg_t *a = nm->agg;
-    int rc, grc = 0;
+    int rc;
 
     agg_lock(a);
-    if (flush) {
-        atomic_store_explicit(&nm->primed, 0, memory_order_relaxed);
-        grc = agg_send_gets(a);
-    }
-    rc = agg_send(nm, a);
+    rc = agg_send_locked(nm, a, flush, NULL);
     agg_unlock(a);
-    return rc != 0 ? rc : grc;
+    return rc;
 }
 
 /* The network's drain hook: a flush of nm sends what is held back first. */
@@ -597,25 +627,9 @@ int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v)
     if (a == NULL)
         return 1;
     agg_lock(a);
-    if (a->nrec > 0 ? a->h.kind != RMA_HX_PUT : a->gets.nruns == 0) {
-        agg_unlock(a);
-        return 1;
-    }
-    atomic_store_explicit(&nm->primed, 0, memory_order_relaxed); /* as a flush does */
-    if (a->nrec == 0) { /* gets alone: the last of their requests carries it */
-        a->gets.noted = 1;
-        a->gets.note_off = off;
-        a->gets.note = v;
-        rc = agg_send_gets(a);
-        a->gets.noted = 0;
-    } else if ((rc = agg_send_gets(a)) == 0) {
-        a->h.flags = RMA_HX_F_NOTE;
-        a->h.note_off = off;
-        a->h.note = v;
-        rc = agg_send(nm, a);
-        a->h.flags = 0;
-        a->h.note_off = a->h.note = 0;
-    }
+    rc = a->nrec > 0 ? a->h.kind != RMA_HX_PUT : a->gets.nruns == 0;
+    if (rc == 0)
+        rc = agg_send_locked(nm, a, 1, &(hx_note_t){off, v});
     agg_unlock(a);
     return rc;
 }
