@@ -445,23 +445,14 @@ static int stripe_unlock_set(rma_win_t *win, int trank, const stripe_set_t *set,
         return 0;                                                                                  \
     }
 
-PLAIN_INT_KERNEL(plain_s8, int8_t, unsigned)
-PLAIN_INT_KERNEL(plain_u8, uint8_t, unsigned)
-PLAIN_INT_KERNEL(plain_s16, int16_t, unsigned)
-PLAIN_INT_KERNEL(plain_u16, uint16_t, unsigned)
-PLAIN_INT_KERNEL(plain_s32, int32_t, uint32_t)
-PLAIN_INT_KERNEL(plain_u32, uint32_t, uint32_t)
-PLAIN_INT_KERNEL(plain_s64, int64_t, uint64_t)
-PLAIN_INT_KERNEL(plain_u64, uint64_t, uint64_t)
-PLAIN_FLT_KERNEL(plain_f32, float)
-PLAIN_FLT_KERNEL(plain_f64, double)
+#define PLAIN_DEF_INT(K, k, T, W) PLAIN_INT_KERNEL(plain_##k, T, W)
+#define PLAIN_DEF_FLT(K, k, F, U) PLAIN_FLT_KERNEL(plain_##k, F)
+#define PLAIN_ENTRY(K, k, T, W)   [RMA_AK_##K] = plain_##k,
+RMA_ACC_INT_KINDS(PLAIN_DEF_INT)
+RMA_ACC_FLT_KINDS(PLAIN_DEF_FLT)
 
 static int (*const plain_kernels[])(int, void *, const char *, size_t) = {
-    [RMA_AK_S8] = plain_s8,   [RMA_AK_U8] = plain_u8,   [RMA_AK_S16] = plain_s16,
-    [RMA_AK_U16] = plain_u16, [RMA_AK_S32] = plain_s32, [RMA_AK_U32] = plain_u32,
-    [RMA_AK_S64] = plain_s64, [RMA_AK_U64] = plain_u64, [RMA_AK_F32] = plain_f32,
-    [RMA_AK_F64] = plain_f64,
-};
+    RMA_ACC_INT_KINDS(PLAIN_ENTRY) RMA_ACC_FLT_KINDS(PLAIN_ENTRY)};
 
 /* n bytes of whole elements at t, mapped here, aligned, whose stripes are held: the
  * previous values to r, then t = t op o. Elements on spans whose stripe was marked when

@@ -64,6 +64,22 @@ enum {
     RMA_AK_BOOL
 };
 
+/* The kinds with arithmetic kernels, once for every table of them (the CPU-atomic kernels
+ * below, the plain ones of acc.c): X(KIND, name, C type, type the arithmetic is done in)
+ * for integers, X(KIND, name, C type, unsigned type of its bits) for floating point. */
+#define RMA_ACC_INT_KINDS(X)                                                                       \
+    X(S8, s8, int8_t, unsigned)                                                                    \
+    X(U8, u8, uint8_t, unsigned)                                                                   \
+    X(S16, s16, int16_t, unsigned)                                                                 \
+    X(U16, u16, uint16_t, unsigned)                                                                \
+    X(S32, s32, int32_t, uint32_t)                                                                 \
+    X(U32, u32, uint32_t, uint32_t)                                                                \
+    X(S64, s64, int64_t, uint64_t)                                                                 \
+    X(U64, u64, uint64_t, uint64_t)
+#define RMA_ACC_FLT_KINDS(X)                                                                       \
+    X(F32, f32, float, uint32_t)                                                                   \
+    X(F64, f64, double, uint64_t)
+
 /* Type classes: which predefined ops the standard allows on a basic type. */
 enum {
     RMA_AC_INVALID = 0, /* not usable in accumulates (MPI_LB, MPI_UB, unknown) */
@@ -186,14 +202,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
             memcpy(rp, &old, sizeof(old));                                                         \
     }
 
-RMA_ACC_INT_KERNEL(rma_acc_k_s8, int8_t, unsigned)
-RMA_ACC_INT_KERNEL(rma_acc_k_u8, uint8_t, unsigned)
-RMA_ACC_INT_KERNEL(rma_acc_k_s16, int16_t, unsigned)
-RMA_ACC_INT_KERNEL(rma_acc_k_u16, uint16_t, unsigned)
-RMA_ACC_INT_KERNEL(rma_acc_k_s32, int32_t, uint32_t)
-RMA_ACC_INT_KERNEL(rma_acc_k_u32, uint32_t, uint32_t)
-RMA_ACC_INT_KERNEL(rma_acc_k_s64, int64_t, uint64_t)
-RMA_ACC_INT_KERNEL(rma_acc_k_u64, uint64_t, uint64_t)
+#define RMA_ACC_DEF_INT(K, k, T, W) RMA_ACC_INT_KERNEL(rma_acc_k_##k, T, W)
+RMA_ACC_INT_KINDS(RMA_ACC_DEF_INT)
 
 /* Floating-point kernel: a CAS loop on the bit pattern (U) of the value (F). */
 #define RMA_ACC_FLT_KERNEL(NAME, F, U)                                                             \
@@ -234,8 +244,8 @@ RMA_ACC_INT_KERNEL(rma_acc_k_u64, uint64_t, uint64_t)
             memcpy(rp, &old, sizeof(old));                                                         \
     }
 
-RMA_ACC_FLT_KERNEL(rma_acc_k_f32, float, uint32_t)
-RMA_ACC_FLT_KERNEL(rma_acc_k_f64, double, uint64_t)
+#define RMA_ACC_DEF_FLT(K, k, F, U) RMA_ACC_FLT_KERNEL(rma_acc_k_##k, F, U)
+RMA_ACC_FLT_KINDS(RMA_ACC_DEF_FLT)
 
 /* C bool: logical ops on 0/1 bytes, REPLACE and NO_OP. */
 static inline void rma_acc_k_bool(int op, void *tp, const void *op_p, void *rp, int relaxed)
@@ -260,19 +270,14 @@ static inline void rma_acc_k_bool(int op, void *tp, const void *op_p, void *rp, 
  * operand *o (unused for NO_OP); stores the previous value at r unless r is NULL. */
 static inline void rma_acc_atomic(int kind, int op, void *t, const void *o, void *r, int relaxed)
 {
+#define RMA_ACC_CASE(K, k, T, W)                                                                   \
+    case RMA_AK_##K: rma_acc_k_##k(op, t, o, r, relaxed); break;
     switch (kind) {
-    case RMA_AK_S8: rma_acc_k_s8(op, t, o, r, relaxed); break;
-    case RMA_AK_U8: rma_acc_k_u8(op, t, o, r, relaxed); break;
-    case RMA_AK_S16: rma_acc_k_s16(op, t, o, r, relaxed); break;
-    case RMA_AK_U16: rma_acc_k_u16(op, t, o, r, relaxed); break;
-    case RMA_AK_S32: rma_acc_k_s32(op, t, o, r, relaxed); break;
-    case RMA_AK_U32: rma_acc_k_u32(op, t, o, r, relaxed); break;
-    case RMA_AK_S64: rma_acc_k_s64(op, t, o, r, relaxed); break;
-    case RMA_AK_U64: rma_acc_k_u64(op, t, o, r, relaxed); break;
-    case RMA_AK_F32: rma_acc_k_f32(op, t, o, r, relaxed); break;
-    case RMA_AK_F64: rma_acc_k_f64(op, t, o, r, relaxed); break;
+        RMA_ACC_INT_KINDS(RMA_ACC_CASE)
+        RMA_ACC_FLT_KINDS(RMA_ACC_CASE)
     default: rma_acc_k_bool(op, t, o, r, relaxed); break;
     }
+#undef RMA_ACC_CASE
 }
 
 /* Compare-and-swap of the naturally aligned `size`-byte element at t: the previous value
