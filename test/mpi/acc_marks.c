@@ -140,10 +140,7 @@ int main(int argc, char **argv)
     rt_init(&argc, &argv);
     rank = rt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (getenv("MARKS_ITER"))
-        ITER = atoi(getenv("MARKS_ITER"));
-    for (int f = 0; f < RT_NFLAVORS; f++)
-        if (!rt_flavor_skipped(f))
-            run(f);
+    ITER = rt_env_int("MARKS_ITER", ITER);
+    rt_each_flavor(run);
     return rt_finish("acc_marks");
 }

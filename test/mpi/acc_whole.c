@@ -239,8 +239,7 @@ int main(int argc, char **argv)
     rt_init(&argc, &argv);
     rank = rt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (getenv("ACC_WHOLE_ITERS"))
-        ITERS = atoi(getenv("ACC_WHOLE_ITERS"));
+    ITERS = rt_env_int("ACC_WHOLE_ITERS", ITERS);
     if (nprocs < 2) {
         if (rank == 0)
             printf("acc_whole: needs 2 or more ranks\n");

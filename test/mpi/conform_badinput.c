@@ -170,7 +170,7 @@ int main(int argc, char **argv)
     right = (rank + 1) % nprocs;
     left = (rank + nprocs - 1) % nprocs;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    mpich_gaps = getenv("CONFORM_MPICH") && atoi(getenv("CONFORM_MPICH"));
+    mpich_gaps = rt_env_int("CONFORM_MPICH", 0) != 0;
     uncommitted(); /* first: no datatype has been committed by this process yet */
     run(0);
     run(1);

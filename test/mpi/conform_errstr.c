@@ -107,8 +107,8 @@ int main(int argc, char **argv)
     rank = rt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    class_only = getenv("CONFORM_CLASS_ONLY") && atoi(getenv("CONFORM_CLASS_ONLY"));
-    mpich_gaps = getenv("CONFORM_MPICH") && atoi(getenv("CONFORM_MPICH"));
+    class_only = rt_env_int("CONFORM_CLASS_ONLY", 0) != 0;
+    mpich_gaps = rt_env_int("CONFORM_MPICH", 0) != 0;
     class_only |= mpich_gaps;
     CHECK(nprocs >= 2, "needs 2 ranks");
     if (nprocs < 2)

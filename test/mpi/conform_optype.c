@@ -415,7 +415,7 @@ static void run(int create)
 
 int main(int argc, char **argv)
 {
-    int verbose = getenv("CONFORM_VERBOSE") && atoi(getenv("CONFORM_VERBOSE"));
+    int verbose = rt_env_int("CONFORM_VERBOSE", 0) != 0;
 
     rt_init(&argc, &argv);
     rank = rt_rank;
@@ -425,7 +425,7 @@ int main(int argc, char **argv)
     /* MPICH 4.0.2's RMA (ch4:ucx) does not check the (op, type) pair at the origin: a refused
      * pair returns MPI_SUCCESS and then hangs or aborts at the target, so a run on MPICH's own
      * RMA (CONFORM_MPICH=1) only does the accepted pairs */
-    mpich_gaps = getenv("CONFORM_MPICH") && atoi(getenv("CONFORM_MPICH"));
+    mpich_gaps = rt_env_int("CONFORM_MPICH", 0) != 0;
     CHECK(nprocs >= 2, "needs 2 ranks");
     if (nprocs < 2)
         return rt_finish("conform_optype");

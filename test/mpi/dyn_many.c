@@ -420,12 +420,9 @@ int main(int argc, char **argv)
     rt_init(&argc, &argv);
     rank = rt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (getenv("DYN_MANY_REGIONS"))
-        nfirst = atoi(getenv("DYN_MANY_REGIONS"));
-    if (getenv("DYN_MANY_MORE"))
-        nmore = atoi(getenv("DYN_MANY_MORE"));
-    if (getenv("DYN_MANY_RANGE"))
-        range_checks = atoi(getenv("DYN_MANY_RANGE"));
+    nfirst = rt_env_int("DYN_MANY_REGIONS", nfirst);
+    nmore = rt_env_int("DYN_MANY_MORE", nmore);
+    range_checks = rt_env_int("DYN_MANY_RANGE", range_checks);
     if (nfirst < 1 || nmore < 0 || nfirst + nmore > MAXREG) {
         if (rank == 0)
             fprintf(stderr, "dyn_many: bad DYN_MANY_REGIONS/DYN_MANY_MORE\n");

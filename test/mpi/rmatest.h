@@ -140,6 +140,14 @@ typedef struct rt_win {
     int flavor;
 } rt_win_t;
 
+/* The integer in environment variable name; def when it is not set. */
+static inline int rt_env_int(const char *name, int def)
+{
+    const char *v = getenv(name);
+
+    return v != NULL ? atoi(v) : def;
+}
+
 /* 1 (printed once) when the flavor cannot run here: shared windows need one node. */
 static inline int rt_flavor_skipped(int flavor)
 {
@@ -148,6 +156,14 @@ static inline int rt_flavor_skipped(int flavor)
     if (rt_rank == 0)
         printf("shared flavor skipped: MPI_COMM_WORLD spans nodes\n");
     return 1;
+}
+
+/* run(flavor) for every window flavor that can run here. */
+static inline void rt_each_flavor(void (*run)(int flavor))
+{
+    for (int f = 0; f < RT_NFLAVORS; f++)
+        if (!rt_flavor_skipped(f))
+            run(f);
 }
 
 static inline void rt_win_open(rt_win_t *w, int flavor, MPI_Aint bytes, int disp_unit)

@@ -198,10 +198,8 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    if (getenv("THREADS_ITERS"))
-        ITERS = atoi(getenv("THREADS_ITERS"));
-    if (getenv("THREADS_SERIALIZE"))
-        serialize = atoi(getenv("THREADS_SERIALIZE"));
+    ITERS = rt_env_int("THREADS_ITERS", ITERS);
+    serialize = rt_env_int("THREADS_SERIALIZE", serialize);
     maxfop = nprocs * NT * ITERS;
     inepoch = calloc(nprocs, sizeof(int));
     excl = calloc(nprocs, sizeof(int));
