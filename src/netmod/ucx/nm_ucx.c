@@ -21,8 +21,9 @@
 
 typedef struct peer {
     ucp_ep_h ep;
-    int dev_amo; /* 1: its atomic lanes include a network device's (ep_lanes) */
-    int ordered; /* 1: its operations take effect in issue order (ep_lanes) */
+    int dev_amo;           /* 1: its atomic lanes include a network device's (ep_lanes) */
+    int ordered;           /* 1: its operations take effect in issue order (ep_lanes) */
+    _Atomic int connected; /* 1: a flush of ep completed, so its connection is set up */
 } peer_t;
 
 static struct {
@@ -892,6 +893,8 @@ static int ucx_flush_start(rma_nm_tgt_t *t, void **req)
     r = ucp_ep_flush_nbx(t->ep, &p);
     if (UCS_PTR_IS_ERR(r))
         return status_errno(UCS_PTR_STATUS(r));
+    if (r == NULL)
+        atomic_store_explicit(&ux.peers[t->world].connected, 1, memory_order_relaxed);
     *req = r;
     return 0;
 }
@@ -908,6 +911,7 @@ static int ucx_flush_test(rma_nm_tgt_t *t, void **req)
         *req = NULL;
         if (st != UCS_OK)
             return status_errno(st);
+        atomic_store_explicit(&ux.peers[t->world].connected, 1, memory_order_relaxed);
     }
     return atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0 ? 1 + moved : 0;
 }
@@ -946,12 +950,16 @@ static int ucx_flush(rma_nm_tgt_t *t)
 
 /* An operation that UCX handed to its transport when it was issued leaves without this
  * process (over tcp the kernel has it; a device posted it); one that waited in UCX's queue
- * needs the flush. Over tcp that saves the round trip of an endpoint flush. */
+ * needs the flush. Over tcp that saves the round trip of an endpoint flush. Until the
+ * endpoint's first flush completed, its connection may still be being set up: UCX then
+ * takes an operation without a request, and sends it only when this process drives the
+ * worker again (MPICH's test3: a post, then MPI_Recv, waited forever). */
 static int ucx_push(rma_nm_tgt_t *t)
 {
     int rc = drain_held(t);
 
-    if (rc == 0 && atomic_load_explicit(&t->ep_queued, memory_order_relaxed))
+    if (rc == 0 && (atomic_load_explicit(&t->ep_queued, memory_order_relaxed) ||
+                    !atomic_load_explicit(&ux.peers[t->world].connected, memory_order_relaxed)))
         rc = ucx_flush(t);
     return rc;
 }
