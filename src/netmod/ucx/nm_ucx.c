@@ -1024,19 +1024,45 @@ void rma_ucx_print(FILE *out)
     }
 }
 
+/* Connections over tcp are set up by a request and a reply that UCX sends on its own. If
+ * an endpoint is closed before the peer's reply went out, the peer's worker still holds
+ * that reply when it is destroyed, and Debian's UCX 1.13 aborts on it ("got REP message",
+ * a debug assertion removed upstream in openucx/ucx#8175). A flush of every endpoint
+ * completes only once its connection is, so the replies are all sent before anyone
+ * closes; every peer's target worker is served meanwhile (agent, or its own waits). */
+static void finish_wireup(void)
+{
+    ucp_request_param_t p = {.op_attr_mask = 0};
+    ucs_status_ptr_t *reqs = calloc((size_t)ux.npeers, sizeof(*reqs));
+
+    for (int w = 0; w < ux.npeers; w++)
+        if (ux.peers[w].ep != NULL) {
+            ucs_status_ptr_t r = ucp_ep_flush_nbx(ux.peers[w].ep, &p);
+            if (reqs != NULL)
+                reqs[w] = r;
+            else
+                wait_req(r);
+        }
+    for (int w = 0; reqs != NULL && w < ux.npeers; w++)
+        wait_req(reqs[w]);
+    free(reqs);
+}
+
 void rma_ucx_finalize(void)
 {
     int any = 0, mine = ux.started;
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
 
-    /* every operation was completed when its window was freed: endpoints close at once
-     * (a flushing close would wait on peers that may be tearing down already); the
-     * barrier keeps every target worker alive until all have closed theirs */
+    /* every operation was completed when its window was freed; once every rank is here,
+     * connections still being set up are finished, then endpoints close at once (a
+     * flushing close would wait on peers that may be tearing down already); the barrier
+     * keeps every target worker alive until all have closed theirs */
     PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (!any)
         return;
     if (mine) {
+        finish_wireup();
         for (int w = 0; w < ux.npeers; w++)
             if (ux.peers[w].ep != NULL) {
                 wait_req(ucp_ep_close_nbx(ux.peers[w].ep, &p));
