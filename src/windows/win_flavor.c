@@ -674,7 +674,11 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
     rc = win->rank == win->leader ? (desc.len ? MPI_SUCCESS : MPI_ERR_NO_MEM)
                                   : win_ctl_attach(win, &desc, func);
     if (rc == MPI_SUCCESS) {
+        /* the exchange in win_net_setup lets peers send requests to this rank's agent,
+         * which checks them against base and size: both are set before it */
         win->base = (char *)win->seg + ctl_len + offs[win->rank];
+        win->size = size;
+        win->disp_unit = disp_unit;
         rc = win_net_setup(win, comm, all, NULL, 0, func);
     }
     if (rc != MPI_SUCCESS) {
@@ -696,8 +700,6 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
     }
     /* every rank maps every same-node rank's memory */
     win->acc_mode = win->net ? RMA_ACC_MODE_NET : RMA_ACC_MODE_ATOMIC;
-    win->size = size;
-    win->disp_unit = disp_unit;
     *(void **)baseptr = win->base;
     free(all), free(offs), free(descs);
     *win_p = win;
