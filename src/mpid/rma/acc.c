@@ -741,16 +741,33 @@ static int acc_piece_hx(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
     return rma_hx_add(a->hx, a->span.taddr + (uintptr_t)toff, (char *)(uintptr_t)boff, len);
 }
 
+/* The same for a pair type with a hole (MPI_SHORT_INT): a record per element that starts in
+ * the piece, spanning the element's extent, hole included (the agent writes its data bytes
+ * only, rma_acc_serve). An element's first byte is data, so each starts in some piece. */
+static int acc_piece_hx_elems(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
+{
+    acc_op_t *a = arg;
+    MPI_Aint ext = a->bd->extent, k = (boff + ext - 1) / ext * ext;
+    int rc = 0;
+
+    for (; rc == 0 && k < boff + (MPI_Aint)len; k += ext)
+        rc = rma_hx_add(a->hx, a->span.taddr + (uintptr_t)(toff + k - boff), (char *)(uintptr_t)k,
+                        (size_t)ext);
+    return rc;
+}
+
 /* The whole call as one request that the target's agent applies next to the memory, under
  * the stripes there (one round trip instead of stripe, get, put and release over the
  * network). 0, -ENOSPC when it does not fit one request, -errno. */
 static int acc_hx(acc_op_t *a)
 {
     rma_hx_t hx = {.win = a->win, .trank = a->trank, .write = 1};
+    int holes = a->bd->size != a->bd->true_extent;
     int rc;
 
     a->hx = &hx;
-    rc = rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_hx, a);
+    rc = rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem,
+                            holes ? acc_piece_hx_elems : acc_piece_hx, a);
     if (rc == 0)
         rc = rma_hx_acc(&hx, a->kind, a->op, a->basic, (size_t)a->bd->size, a->opk, a->compare,
                         a->rpk);
@@ -1050,9 +1067,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * taking no stripe stay atomic with respect to it. */
     if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0) {
         mapped = acc_mapped_small(a);
-        /* elements of a pair type with a hole (MPI_SHORT_INT) stay here */
         if (!mapped && (!acc_single_atomic(a, ttype) || !amo_direct(&win->targets[trank].nm)) &&
-            a->bd->size == a->bd->true_extent && (rc = acc_hx(a)) != -ENOSPC)
+            (rc = acc_hx(a)) != -ENOSPC)
             goto done;
     }
     rc = 0;
@@ -1107,14 +1123,26 @@ out:
 
 /* ------------------------------------------------------------------ at the target's agent */
 
-/* Bytes of one element of predefined type basic (0: not predefined). */
+/* Bytes one element of predefined type basic takes in a request: its data, and the hole
+ * between them for a pair type that has one (MPI_SHORT_INT). 0: not predefined. */
 size_t rma_acc_serve_esize(MPI_Datatype basic)
 {
     const rma_dtl_t *d;
 
     if (rma_acc_type_class(basic) == RMA_AC_INVALID || rma_dtl_get(basic, &d) != MPI_SUCCESS)
         return 0;
-    return (size_t)d->size;
+    return (size_t)d->true_extent;
+}
+
+/* Stores one element of basic from src at t: its data bytes only, a hole keeps its bytes. */
+static void elem_store(MPI_Datatype basic, char *t, const char *src, size_t es)
+{
+    const rma_dtl_t *d;
+
+    if (rma_dtl_get(basic, &d) == MPI_SUCCESS && (size_t)d->size != es)
+        rma_dtl_copy(t, d, 1, src, d, 1);
+    else
+        memcpy(t, src, es);
 }
 
 const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t bytes, size_t *data)
@@ -1198,9 +1226,9 @@ static int serve_elems(int kind, int op, MPI_Datatype basic, int akind, size_t e
             if (PMPI_Reduce_local(t, tmp, 1, basic, (MPI_Op)((unsigned)MPI_MAX + (unsigned)op)) !=
                 MPI_SUCCESS)
                 return 1;
-            memcpy(t, tmp, es);
+            elem_store(basic, t, tmp, es);
         } else {
-            memcpy(t, o + i * es, es);
+            elem_store(basic, t, o + i * es, es);
         }
     }
     return 0;

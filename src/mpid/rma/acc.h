@@ -130,8 +130,8 @@ enum { RMA_ACC = 0, RMA_GACC, RMA_FOP, RMA_CAS };
  * window), derived datatypes, locked types, CMA, dynamic windows. MPI_SUCCESS or the error. */
 struct rma_hx_rec;
 
-/* The target's agent (mpid/rma/hx.c). esize: bytes of one element of a predefined type
- * (0 when basic is not one usable in accumulates). check: NULL when (kind, op, basic) and
+/* The target's agent (mpid/rma/hx.c). esize: bytes of one element of a predefined type in a
+ * request, a pair type's hole included (0 when basic is not one usable in accumulates). check: NULL when (kind, op, basic) and
  * the data bytes are a sound request, the data that must follow the records in *data;
  * else why not. serve: applies the call to this rank's memory at the records, under the
  * stripes of every span they touch (doc/atomicity.md): 0, 1 when MPI_Reduce_local failed,
