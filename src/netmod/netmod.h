@@ -37,10 +37,14 @@ typedef struct rma_nm_tgt {
     int world;                        /* the target's rank in MPI_COMM_WORLD */
     _Atomic unsigned issued;          /* operations issued to the target (rma_nm_issued) */
     _Atomic unsigned flushed;         /* ... how many of them the last flush covered */
+    _Atomic unsigned noted;           /* ... how many when the last notification that left
+                                         with nothing else outstanding went (sync/ctl.h
+                                         rma_ctl_announce): rma_nm_quiet */
     _Atomic unsigned ep_ops;          /* ucx: puts, gets and atomics among them, which only an
                                          endpoint flush completes (not host-assisted requests,
                                          whose answers do) */
     _Atomic unsigned ep_flushed;      /* ... how many of them the last endpoint flush covered */
+    _Atomic unsigned ep_noted;        /* ... how many when `noted` was set */
     _Atomic int ep_queued;            /* ucx: one of them waited in UCX's queue when issued
                                          (it leaves only when this process drives UCX): push */
     uintptr_t ctl_raddr;              /* target's address of its node's control segment */
@@ -64,6 +68,8 @@ typedef struct rma_nm_tgt {
     _Atomic int hx_unordered;         /* ... those that may take effect out of issue order:
                                          accumulates (the agent may defer one) and
                                          rendezvous transfers (their data lands later) */
+    _Atomic int hx_acks;              /* ... those that only acknowledge puts (nothing of
+                                         theirs is left to land here) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small operations held back for one request (hx.h) */
     _Atomic int primed;               /* ... a small one went on its own since the last flush
@@ -93,6 +99,15 @@ static inline int rma_nm_pending(rma_nm_tgt_t *t)
 {
     return atomic_load_explicit(&t->issued, memory_order_acquire) !=
            atomic_load_explicit(&t->flushed, memory_order_acquire);
+}
+
+/* Nothing is outstanding at t but notifications, which no flush has to complete. */
+static inline int rma_nm_quiet(rma_nm_tgt_t *t)
+{
+    unsigned issued = atomic_load_explicit(&t->issued, memory_order_acquire);
+
+    return issued == atomic_load_explicit(&t->flushed, memory_order_acquire) ||
+           issued == atomic_load_explicit(&t->noted, memory_order_acquire);
 }
 
 /* A flush of t has work: operations to complete, or aggregation to tell that a flush came

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include "mpid/rma/hx.h"
 #include "sync/ctl.h"
@@ -67,7 +68,7 @@ static int signal_ordered(rma_win_t *win, int t, size_t off, uint64_t v, int rid
     unsigned seen = atomic_load_explicit(&nm->issued, memory_order_acquire);
     unsigned ep = atomic_load_explicit(&nm->ep_ops, memory_order_acquire);
     uint64_t old;
-    int rc = ride ? rma_hx_agg_notify(win, t, off, v) : rma_ctl_fadd(win, t, off, v, &old);
+    int rc = ride ? rma_hx_agg_notify(win, t, off, v, 0) : rma_ctl_fadd(win, t, off, v, &old);
 
     if (rc == 0 && (rc = nm->ops->settle(nm)) == 0) {
         rma_nm_flushed(nm, seen);
@@ -100,6 +101,52 @@ int rma_ctl_notify(rma_win_t *win, int t, size_t off, uint64_t v)
         return rc;
     rc = rma_ctl_order(win, t);
     return rc != 0 ? rc : rma_ctl_signal(win, t, off, v);
+}
+
+int rma_ctl_announce(rma_win_t *win, int t, size_t off, uint64_t v)
+{
+    rma_nm_tgt_t *nm = &win->targets[t].nm;
+    int quiet = rma_nm_quiet(nm), rc = rma_ctl_add(win, t, off, v);
+
+    if (rc == 0 && !win->targets[t].local)
+        rc = rma_ctl_push(win, t);
+    if (rc == 0 && quiet) {
+        atomic_store_explicit(&nm->ep_noted,
+                              atomic_load_explicit(&nm->ep_ops, memory_order_acquire),
+                              memory_order_relaxed);
+        atomic_store_explicit(&nm->noted, atomic_load_explicit(&nm->issued, memory_order_acquire),
+                              memory_order_release);
+    }
+    return rc;
+}
+
+int rma_ctl_notify_sent(rma_win_t *win, int t, size_t off, uint64_t v)
+{
+    rma_nm_tgt_t *nm = &win->targets[t].nm;
+    unsigned ep;
+    int out, rc;
+
+    /* where UCX handed something to the kernel's socket, it is on its way; elsewhere
+     * the notification is waited for (doc/protocols.md, Notifications) */
+    if (win->targets[t].local || !nm->ordered)
+        return rma_ctl_notify(win, t, off, v);
+    if (rma_nm_quiet(nm) && !rma_hx_agg_holds(nm))
+        return rma_ctl_announce(win, t, off, v); /* nothing of ours to go before it */
+    /* in issue order behind what we issued, all of which is complete here already: only
+     * puts' acknowledgements may be outstanding (no get's data), no endpoint operation but
+     * notifications, and no gets are held */
+    out = atomic_load_explicit(&nm->hx_out, memory_order_acquire); /* first: acks fall */
+    ep = atomic_load_explicit(&nm->ep_ops, memory_order_acquire);
+    if (atomic_load_explicit(&nm->hx_unordered, memory_order_acquire) > 0 ||
+        out > atomic_load_explicit(&nm->hx_acks, memory_order_acquire) ||
+        (ep != atomic_load_explicit(&nm->ep_flushed, memory_order_acquire) &&
+         ep != atomic_load_explicit(&nm->ep_noted, memory_order_acquire)))
+        return rma_ctl_notify(win, t, off, v);
+    rc = rma_hx_agg_notify(win, t, off, v, 1);
+    if (rc == 1)
+        return rma_hx_agg_holds(nm) ? rma_ctl_notify(win, t, off, v)
+                                    : rma_ctl_announce(win, t, off, v);
+    return rc != 0 ? rc : rma_ctl_push(win, t);
 }
 
 int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc)

@@ -172,6 +172,23 @@ int rma_ctl_order(rma_win_t *win, int t);
 int rma_ctl_signal(rma_win_t *win, int t, size_t off, uint64_t v);
 int rma_ctl_notify(rma_win_t *win, int t, size_t off, uint64_t v);
 
+/* Notifications that only this process's side must have completed on return: the caller's
+ * operations to t are complete here (buffers free, gets landed) and the notification takes
+ * effect at t after them, but nobody waits for t to say so. That is MPI_Win_complete's
+ * contract (the target learns of completion in MPI_Win_wait), and a fence arrival's where
+ * no third rank could read t before t leaves the fence itself.
+ *
+ * rma_ctl_announce: word += v at t, pushed (netmod.h push), for a notification with
+ * nothing of ours to order before it (a post). When nothing but notifications was
+ * outstanding at t, t stays quiet (netmod.h rma_nm_quiet): no flush has to complete a
+ * notification, and t would otherwise look busy to the next fence.
+ * rma_ctl_notify_sent: where t's transport keeps issue order (tcp, whose socket has what
+ * UCX took; doc/protocols.md says why not elsewhere): an announce when t is
+ * quiet, else it rides on the held puts or follows in order, pushed. Elsewhere (gets or
+ * accumulates under way, no issue order) rma_ctl_notify. 0 or -errno. */
+int rma_ctl_announce(rma_win_t *win, int t, size_t off, uint64_t v);
+int rma_ctl_notify_sent(rma_win_t *win, int t, size_t off, uint64_t v);
+
 /* Raises MPI_ERR_OTHER on the window for a network call to target t that failed with rc. */
 int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc);
 

@@ -21,7 +21,10 @@
  * with operations outstanding carries the arrival to its node, a notification that
  * completes them (rma_ctl_notify: one round trip where the transport keeps issue order);
  * every other target is flushed first, and the carrier's node is notified before any
- * other. Returns the carrier in *via, or -1 (then each node's first rank takes it). */
+ * other. In a window of two ranks nobody else can read the carrier, which leaves only
+ * after our arrival took effect there: the arrival need not be waited for (one message
+ * each way per fence, rma_ctl_notify_sent). Returns the carrier in *via, or -1 (then each
+ * node's first rank takes it). */
 static int barrier_order(rma_win_t *win, const char *func, int *via)
 {
     *via = -1;
@@ -31,8 +34,8 @@ static int barrier_order(rma_win_t *win, const char *func, int *via)
     for (int t = 0; t < win->nranks; t++) {
         rma_target_t *tg = &win->targets[t];
         int rc = 0;
-        if (!rma_nm_pending(&tg->nm))
-            continue;
+        if (!rma_nm_pending(&tg->nm) || (tg->nm.ordered && rma_nm_quiet(&tg->nm)))
+            continue; /* notifications alone: they need no flush (sync/ctl.h) */
         if (!tg->local && *via < 0)
             *via = t;
         else if ((rc = rma_ctl_flush(win, t)) != 0)
@@ -54,8 +57,12 @@ int rma_sync_barrier(rma_win_t *win)
         for (int k = 0, first = via >= 0 ? win->targets[via].node : 0; k < win->nreps; k++) {
             int i = (first + k) % win->nreps; /* the carrier's node first */
             int r = i == first && via >= 0 ? via : win->reps[i];
-            /* complete on return: we may leave first and never progress again */
-            rc = rma_ctl_notify(win, r, RMA_CTL_OFF(win, win->rank, bar_epoch), 1);
+            /* The carrier's must have taken effect before any other node hears of us,
+             * unless the carrier is the only other rank. The rest need only be on their
+             * way: we may leave first and never drive the network again. */
+            size_t off = RMA_CTL_OFF(win, win->rank, bar_epoch);
+            rc = r == via && win->nranks > 2 ? rma_ctl_notify(win, r, off, 1)
+                                             : rma_ctl_notify_sent(win, r, off, 1);
             if (rc != 0)
                 return rma_ctl_fail(win, "MPI_Win_fence", r, rc);
         }

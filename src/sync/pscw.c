@@ -65,9 +65,8 @@ int rma_post(rma_win_t *win, MPI_Group group, int assert)
     }
     atomic_thread_fence(memory_order_seq_cst);
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
-        int o = ranks[i], nrc = rma_ctl_add(win, o, rma_ctl_off_post(win, o, win->rank), 1);
-        if (nrc == 0 && !win->targets[o].local)
-            nrc = rma_ctl_push(win, o); /* a post must not wait for our next call */
+        /* a post must not wait for our next call */
+        int o = ranks[i], nrc = rma_ctl_announce(win, o, rma_ctl_off_post(win, o, win->rank), 1);
         if (nrc != 0)
             rc = rma_ctl_fail(win, func, o, nrc);
     }
@@ -134,8 +133,9 @@ int rma_complete(rma_win_t *win)
         int t = win->start_ranks[i], nrc;
         if (win->targets[t].start_pending)
             rma_pscw_wait_post(win, t);
-        /* the target counts us once our operations took effect there */
-        nrc = rma_ctl_notify(win, t, RMA_CTL_OFF(win, t, complete_cnt), 1);
+        /* the target counts us once our operations took effect there; we need only our
+         * side complete (MPI_Win_wait tells the target), so nobody waits for its answer */
+        nrc = rma_ctl_notify_sent(win, t, RMA_CTL_OFF(win, t, complete_cnt), 1);
         if (nrc != 0 && rc == MPI_SUCCESS)
             rc = rma_ctl_fail(win, "MPI_Win_complete", t, nrc);
         win->targets[t].access = 0;

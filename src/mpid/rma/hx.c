@@ -26,11 +26,11 @@
 
 /* What the origin waits on for one request: the answer's destination and a counter. */
 typedef struct hx_wait {
-    _Atomic int *left;      /* decremented when the answer arrived */
-    _Atomic int *err;       /* set to the answer's status when it is not 0 */
-    _Atomic int *unordered; /* also decremented: nm->hx_unordered, or NULL */
-    int owned;              /* freed by the handler (puts: nobody waits on the call) */
-    int own_runs;           /* ... with runs (gets held back by aggregation) */
+    _Atomic int *left; /* decremented when the answer arrived */
+    _Atomic int *err;  /* set to the answer's status when it is not 0 */
+    _Atomic int *also; /* also decremented: nm->hx_unordered or nm->hx_acks, or NULL */
+    int owned;         /* freed by the handler (puts: nobody waits on the call) */
+    int own_runs;      /* ... with runs (gets held back by aggregation) */
     /* get: the answer's bytes go to dst, or to pieces skip.. of runs[0], then
      * runs[1..nruns) */
     char *dst;
@@ -132,8 +132,8 @@ static void hx_hdr_init(rma_hx_hdr_t *h, const rma_hx_t *hx, uint32_t nrec, uint
  * waiter is freed with its runs. */
 static void hx_wait_end(hx_wait_t *w)
 {
-    if (w->unordered != NULL)
-        atomic_fetch_sub_explicit(w->unordered, 1, memory_order_release);
+    if (w->also != NULL)
+        atomic_fetch_sub_explicit(w->also, 1, memory_order_release);
     atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
     if (w->own_runs)
         free((void *)w->runs);
@@ -141,14 +141,14 @@ static void hx_wait_end(hx_wait_t *w)
         free(w);
 }
 
-/* An issued request whose answer a flush of nm waits for (nm->hx_out, and w->unordered
+/* An issued request whose answer a flush of nm waits for (nm->hx_out, and w->also
  * when set; its waiter w owned): counted before it is sent (the answer may come at once),
  * and ended with the send's result rc: undone when it failed, else issued. Returns rc. */
 static void hx_out_begin(rma_nm_tgt_t *nm, hx_wait_t *w)
 {
     atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
-    if (w->unordered != NULL)
-        atomic_fetch_add_explicit(w->unordered, 1, memory_order_relaxed);
+    if (w->also != NULL)
+        atomic_fetch_add_explicit(w->also, 1, memory_order_relaxed);
 }
 
 static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
@@ -163,7 +163,7 @@ static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
 /* Sends one request that the call does not wait for, a put or a non-fetching accumulate: h
  * (its cookie set here), then body, len bytes (the records, then the data). The
  * acknowledgement is counted down in nm->hx_out, which a flush waits for; an accumulate's
- * in nm->hx_unordered too, as the agent may defer it. 0 or -errno. */
+ * in nm->hx_unordered too, as the agent may defer it, a put's in nm->hx_acks. 0 or -errno. */
 static int hx_post(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
 {
     hx_wait_t *w = malloc(sizeof(*w));
@@ -172,7 +172,7 @@ static int hx_post(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t l
         return -ENOMEM;
     *w = (hx_wait_t){.left = &nm->hx_out,
                      .err = &nm->hx_err,
-                     .unordered = h->kind == RMA_HX_ACC ? &nm->hx_unordered : NULL,
+                     .also = h->kind == RMA_HX_ACC ? &nm->hx_unordered : &nm->hx_acks,
                      .owned = 1};
     h->cookie = (uint64_t)(uintptr_t)w;
     hx_out_begin(nm, w);
@@ -294,7 +294,7 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
         return -ENOMEM;
     *w = (hx_wait_t){.left = &nm->hx_out,
                      .err = &nm->hx_err,
-                     .unordered = &nm->hx_unordered, /* the data lands later */
+                     .also = &nm->hx_unordered, /* the data lands later */
                      .owned = 1,
                      .dst = write ? NULL : buf,
                      .bytes = n};
@@ -618,7 +618,7 @@ int rma_hx_agg_shared(rma_win_t *win, int trank)
     return rc;
 }
 
-int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v)
+int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v, int puts_only)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
     rma_hx_agg_t *a = nm->agg;
@@ -628,10 +628,17 @@ int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v)
         return 1;
     agg_lock(a);
     rc = a->nrec > 0 ? a->h.kind != RMA_HX_PUT : a->gets.nruns == 0;
+    if (puts_only && a->gets.nruns > 0)
+        rc = 1;
     if (rc == 0)
         rc = agg_send_locked(nm, a, 1, &(hx_note_t){off, v});
     agg_unlock(a);
     return rc;
+}
+
+int rma_hx_agg_holds(const rma_nm_tgt_t *nm)
+{
+    return nm->agg != NULL && (nm->agg->nrec > 0 || nm->agg->gets.nruns > 0);
 }
 
 int rma_hx_in_flight(rma_nm_tgt_t *nm)

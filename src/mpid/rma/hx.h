@@ -168,8 +168,11 @@ int rma_hx_agg_shared(rma_win_t *win, int trank);
  * puts or gets for target trank: sends them (the gets first), the last request carrying
  * the notification "word at control offset off += v" (RMA_HX_F_NOTE), and returns 0; its
  * answer, which a flush or settle waits for, says that all took effect. 1 when neither is
- * held, or accumulates are (nothing was sent), or -errno. */
-int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v);
+ * held, or accumulates are, or (puts_only) gets are (nothing was sent), or -errno. */
+int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v, int puts_only);
+
+/* 1 when aggregation holds back operations for nm's target (puts, gets or accumulates). */
+int rma_hx_agg_holds(const rma_nm_tgt_t *nm);
 
 /* 1 when requests to nm's target's agent are held back or not acknowledged yet: an
  * accumulate that takes another path (network atomics, origin-side) flushes them first. */
