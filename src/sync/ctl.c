@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <stdlib.h>
 
 #include "mpid/rma/hx.h"
 #include "sync/ctl.h"
@@ -130,8 +129,8 @@ int rma_ctl_notify_sent(rma_win_t *win, int t, size_t off, uint64_t v)
      * the notification is waited for (doc/protocols.md, Notifications) */
     if (win->targets[t].local || !nm->ordered)
         return rma_ctl_notify(win, t, off, v);
-    if (rma_nm_quiet(nm) && !rma_hx_agg_holds(nm))
-        return rma_ctl_announce(win, t, off, v); /* nothing of ours to go before it */
+    if (rma_nm_quiet(nm)) /* nothing of ours to go before it (held ones count as issued) */
+        return rma_ctl_announce(win, t, off, v);
     /* in issue order behind what we issued, all of which is complete here already: only
      * puts' acknowledgements may be outstanding (no get's data), no endpoint operation but
      * notifications, and no gets are held */

@@ -131,11 +131,11 @@ enum { RMA_ACC = 0, RMA_GACC, RMA_FOP, RMA_CAS };
 struct rma_hx_rec;
 
 /* The target's agent (mpid/rma/hx.c). esize: bytes of one element of a predefined type in a
- * request, a pair type's hole included (0 when basic is not one usable in accumulates). check: NULL when (kind, op, basic) and
- * the data bytes are a sound request, the data that must follow the records in *data;
- * else why not. serve: applies the call to this rank's memory at the records, under the
- * stripes of every span they touch (doc/atomicity.md): 0, 1 when MPI_Reduce_local failed,
- * -EAGAIN (nothing done) when a stripe is taken. */
+ * request, a pair type's hole included (0 when basic is not one usable in accumulates).
+ * check: NULL when (kind, op, basic) and the data bytes are a sound request, the data that
+ * must follow the records in *data; else why not. serve: applies the call to this rank's
+ * memory at the records, under the stripes of every span they touch (doc/atomicity.md): 0,
+ * 1 when MPI_Reduce_local failed, -EAGAIN (nothing done) when a stripe is taken. */
 size_t rma_acc_serve_esize(MPI_Datatype basic);
 const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t bytes, size_t *data);
 int rma_acc_serve(rma_win_t *win, const struct rma_hx_rec *recs, uint32_t nrec, int kind, int op,
