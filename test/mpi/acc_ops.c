@@ -23,7 +23,7 @@ static const char *fname[] = {"create", "allocate", "shared", "dynamic"};
 enum { S_FENCE, S_PSCW, S_LOCK, S_LOCK_ALL, NSYNCS };
 static const char *sname[] = {"fence", "pscw", "lock", "lock_all+flush"};
 
-enum { C_INT, C_UINT, C_FLOAT, C_COMPLEX, C_BOOL, C_BYTE, C_PAIR, C_CHAR };
+enum { C_INT, C_UINT, C_FLOAT, C_COMPLEX, C_BOOL, C_BYTE, C_PAIR, C_CHAR, C_LOGICAL };
 typedef struct {
     MPI_Datatype dt;
     const char *name;
@@ -45,6 +45,11 @@ static const tinfo_t types[] = {
     TI(MPI_C_BOOL, C_BOOL), TI(MPI_BYTE, C_BYTE), TI(MPI_2INT, C_PAIR),
     TI(MPI_FLOAT_INT, C_PAIR), TI(MPI_DOUBLE_INT, C_PAIR), TI(MPI_LONG_INT, C_PAIR),
     TI(MPI_SHORT_INT, C_PAIR), TI(MPI_LONG_DOUBLE_INT, C_PAIR), TI(MPI_CHAR, C_CHAR),
+    /* Fortran and C++ types whose kernels at the target are librma's own (acc_locked.c),
+     * and MPI_REAL16, which the host library computes as _Float128 (the origin-side path) */
+    TI(MPI_LOGICAL, C_LOGICAL), TI(MPI_COMPLEX, C_COMPLEX), TI(MPI_DOUBLE_COMPLEX, C_COMPLEX),
+    TI(MPI_CXX_DOUBLE_COMPLEX, C_COMPLEX), TI(MPI_2INTEGER, C_PAIR), TI(MPI_2REAL, C_PAIR),
+    TI(MPI_2DOUBLE_PRECISION, C_PAIR), TI(MPI_REAL16, C_FLOAT),
 };
 #define NTYPES ((int)(sizeof(types) / sizeof(types[0])))
 
@@ -69,6 +74,7 @@ static int allowed(int cls, int o)
     case C_COMPLEX:
         return op == MPI_SUM || op == MPI_PROD;
     case C_BOOL:
+    case C_LOGICAL:
         return op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR;
     case C_BYTE:
         return op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR;
@@ -80,7 +86,7 @@ static int allowed(int cls, int o)
 
 static int cas_type(int cls)
 {
-    return cls == C_INT || cls == C_UINT || cls == C_BOOL || cls == C_BYTE;
+    return cls == C_INT || cls == C_UINT || cls == C_BOOL || cls == C_BYTE || cls == C_LOGICAL;
 }
 
 /* Writes element i of a deterministic sequence `seed` of type t at p (extent bytes zeroed). */
@@ -100,7 +106,8 @@ static void gen(const tinfo_t *t, long seed, int i, char *p, MPI_Aint ext)
     else if (dt == MPI_BYTE) SET(uint8_t, (u * 37 + seed) & 0xff);
     else if (dt == MPI_SHORT || dt == MPI_INT16_T) SET(int16_t, v);
     else if (dt == MPI_UNSIGNED_SHORT || dt == MPI_UINT16_T) SET(uint16_t, u);
-    else if (dt == MPI_INT || dt == MPI_INT32_T || dt == MPI_INTEGER) SET(int32_t, v);
+    else if (dt == MPI_INT || dt == MPI_INT32_T || dt == MPI_INTEGER || dt == MPI_LOGICAL)
+        SET(int32_t, v);
     else if (dt == MPI_UNSIGNED || dt == MPI_UINT32_T) SET(uint32_t, u);
     else if (dt == MPI_LONG || dt == MPI_LONG_LONG || dt == MPI_INT64_T || dt == MPI_AINT ||
              dt == MPI_OFFSET || dt == MPI_COUNT) SET(int64_t, v);
@@ -109,15 +116,20 @@ static void gen(const tinfo_t *t, long seed, int i, char *p, MPI_Aint ext)
     else if (dt == MPI_FLOAT) SET(float, v * 0.5);
     else if (dt == MPI_DOUBLE || dt == MPI_REAL8) SET(double, v * 0.25);
     else if (dt == MPI_LONG_DOUBLE) { long double x = v * 0.125L; memcpy(p, &x, 10); }
-    else if (dt == MPI_C_FLOAT_COMPLEX) SET(float _Complex, v + 1.0f * I * (float)idx);
-    else if (dt == MPI_C_DOUBLE_COMPLEX) SET(double _Complex, v + 1.0 * I * (double)idx);
+    else if (dt == MPI_REAL16) SET(_Float128, v * 0.125);
+    else if (dt == MPI_C_FLOAT_COMPLEX || dt == MPI_COMPLEX)
+        SET(float _Complex, v + 1.0f * I * (float)idx);
+    else if (dt == MPI_C_DOUBLE_COMPLEX || dt == MPI_DOUBLE_COMPLEX || dt == MPI_CXX_DOUBLE_COMPLEX)
+        SET(double _Complex, v + 1.0 * I * (double)idx);
     else if (dt == MPI_C_LONG_DOUBLE_COMPLEX) {
         long double x[2] = {v, idx};
         memcpy(p, &x[0], 10);
         memcpy(p + sizeof(long double), &x[1], 10);
     }
     else if (dt == MPI_C_BOOL) SET(uint8_t, u & 1);
-    else if (dt == MPI_2INT) { int x[2] = {(int)v, (int)idx}; memcpy(p, x, 8); }
+    else if (dt == MPI_2INT || dt == MPI_2INTEGER) { int x[2] = {(int)v, (int)idx}; memcpy(p, x, 8); }
+    else if (dt == MPI_2REAL) { float x[2] = {(float)v, (float)idx}; memcpy(p, x, 8); }
+    else if (dt == MPI_2DOUBLE_PRECISION) { double x[2] = {v, idx}; memcpy(p, x, 16); }
     else if (dt == MPI_FLOAT_INT) SETPAIR(float);
     else if (dt == MPI_DOUBLE_INT) SETPAIR(double);
     else if (dt == MPI_LONG_INT) SETPAIR(long);

@@ -174,6 +174,7 @@ static void ops_probe_body(void)
             rma_acc_type_ops[i] = ops_probe_type(rma_acc_types[i].handle, rma_acc_types[i].cls);
     for (unsigned i = 0; i < sizeof(pair_ops) / sizeof(pair_ops[0]); i++)
         pair_ops[i] = ops_probe_type((MPI_Datatype)((unsigned)MPI_FLOAT_INT + i), RMA_AC_PAIR);
+    rma_acc_locked_probe();
     PMPI_Comm_set_errhandler(MPI_COMM_WORLD, world);
     PMPI_Comm_set_errhandler(MPI_COMM_SELF, self);
     PMPI_Errhandler_free(&world);
@@ -763,11 +764,17 @@ static int acc_hx(acc_op_t *a)
 {
     rma_hx_t hx = {.win = a->win, .trank = a->trank, .write = 1};
     int holes = a->bd->size != a->bd->true_extent;
-    int rc;
+    int rc = 0;
 
     a->hx = &hx;
-    rc = rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem,
-                            holes ? acc_piece_hx_elems : acc_piece_hx, a);
+    if (a->td == a->bd && !a->bd->is_contig) { /* an array of a pair type: one record */
+        for (MPI_Aint k = 0; k < a->nelem && rc == 0; k++)
+            rc = rma_hx_add(&hx, a->span.taddr + (uintptr_t)(k * a->bd->extent),
+                            (char *)(uintptr_t)(k * a->bd->extent), (size_t)a->bd->true_extent);
+    } else {
+        rc = rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem,
+                                holes ? acc_piece_hx_elems : acc_piece_hx, a);
+    }
     if (rc == 0)
         rc = rma_hx_acc(&hx, a->kind, a->op, a->basic, (size_t)a->bd->size, a->opk, a->compare,
                         a->rpk);
@@ -854,18 +861,32 @@ static int amo_direct(const rma_nm_tgt_t *nm)
     return nm->data_mapped || nm->dev_amo;
 }
 
+/* 1 when the target's agent has a kernel for op on basic: a CPU-atomic kind's, or one of
+ * acc_locked.c's. The others (MPI_REAL16, MPI_COMPLEX32) stay on the origin-side path. */
+static int serve_known(MPI_Datatype basic, int op)
+{
+    int akind =
+        RMA_DT_IS_BUILTIN(basic) ? rma_acc_types[(unsigned)basic & 0xff].kind : RMA_AK_LOCKED;
+
+    return akind != RMA_AK_LOCKED || rma_acc_locked_known(basic, op);
+}
+
 /* A call of at most this many elements to an off-node target whose window memory UCX maps
  * here (rma_ucx_key_mapped: its shared-memory transports) takes the origin-side path: its
  * stripe words, atomics, get and put are then CPU operations on the mapping, cheaper than a
  * round trip through the target's agent (two simulated nodes, acc_latency: 16 B 1.5 -> 0.30
  * us, 64 B 1.69 -> 0.49 us). An MPI_Accumulate does so only as the first small operation
  * since a flush: the ones after it are aggregated for the agent, which costs less per call
- * (64 per flush, 32 B: 0.23 us each, 0.43 on the origin-side path). */
+ * (64 per flush, 32 B: 0.23 us each, 0.43 on the origin-side path). Types without a CPU
+ * atomic (pairs, long double, complex) go to the agent at any count: their origin-side path
+ * moves every piece apart (MPI_SHORT_INT MAXLOC, 8 elements: 2.6-4.1 us, 1.3-2.7 through the
+ * agent, MPICH 1.7-4.0). */
 #define ACC_MAPPED_MAX 8
 
 static int acc_mapped_small(const acc_op_t *a)
 {
     return a->win->targets[a->trank].nm.data_mapped && a->nelem <= ACC_MAPPED_MAX &&
+           a->akind != RMA_AK_LOCKED &&
            (a->kind != RMA_ACC || rma_hx_agg_first(a->win, a->trank, a->nelem * a->esize));
 }
 
@@ -1041,7 +1062,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     /* origin and result as nelem packed elements; contiguous buffers are used in place */
     bytes = (size_t)a->nelem * (size_t)a->bd->extent;
     if (opi != RMA_OP_NO_OP) {
-        if (a->od->is_contig && a->od->basic == a->basic && a->od->extent == a->bd->extent) {
+        if (a->od == a->bd ||
+            (a->od->is_contig && a->od->basic == a->basic && a->od->extent == a->bd->extent)) {
             a->opk = (const char *)origin + a->od->true_lb;
         } else if ((opk = malloc(bytes)) != NULL) {
             rma_dtl_copy(opk, a->bd, a->nelem, origin, a->od, ocount);
@@ -1065,7 +1087,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * that one CPU atomic updates, it holds the stripes of its whole target buffer, and
      * still updates each element with that element's mechanism, so that one-element calls
      * taking no stripe stay atomic with respect to it. */
-    if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0) {
+    if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0 &&
+        serve_known(a->basic, opi)) {
         mapped = acc_mapped_small(a);
         if (!mapped && (!acc_single_atomic(a, ttype) || !amo_direct(&win->targets[trank].nm)) &&
             (rc = acc_hx(a)) != -ENOSPC)
@@ -1134,17 +1157,6 @@ size_t rma_acc_serve_esize(MPI_Datatype basic)
     return (size_t)d->true_extent;
 }
 
-/* Stores one element of basic from src at t: its data bytes only, a hole keeps its bytes. */
-static void elem_store(MPI_Datatype basic, char *t, const char *src, size_t es)
-{
-    const rma_dtl_t *d;
-
-    if (rma_dtl_get(basic, &d) == MPI_SUCCESS && (size_t)d->size != es)
-        rma_dtl_copy(t, d, 1, src, d, 1);
-    else
-        memcpy(t, src, es);
-}
-
 const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t bytes, size_t *data)
 {
     size_t es = rma_acc_serve_esize(basic);
@@ -1166,6 +1178,8 @@ const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t b
         return "compare-and-swap on a datatype that is not an integer, logical or byte";
     if (!rma_acc_op_allowed(basic, op) || (kind == RMA_ACC && op == RMA_OP_NO_OP))
         return "operation not allowed on the datatype";
+    if (!serve_known(basic, op))
+        return "no kernel for the operation on the datatype at the target";
     if (bytes == 0 || bytes % es != 0)
         return "length is not whole elements";
     *data = op == RMA_OP_NO_OP ? 0 : (size_t)bytes;
@@ -1192,14 +1206,12 @@ static int stripe_try_set(rma_win_t *win, const stripe_set_t *set, stripe_set_t 
 }
 
 /* n elements packed at their size at t (one for compare-and-swap), stripe key `key`, under
- * the held stripes (marked ones in seen): the previous values to r, then t = t op o. 0, or
- * 1 when MPI_Reduce_local failed. */
+ * the held stripes (marked ones in seen): the previous values to r, then t = t op o. No MPI
+ * call: the target's agent runs it. 0, or 1 for an (op, type) without a kernel here. */
 static int serve_elems(int kind, int op, MPI_Datatype basic, int akind, size_t es, char *t,
                        const char *o, const char *c, char *r, size_t n, int relaxed,
                        const stripe_set_t *seen, int trank, uint64_t key)
 {
-    char tmp[64];
-
     if (kind == RMA_CAS) {
         if ((es == 1 || es == 2 || es == 4 || es == 8) && ((uintptr_t)t & (es - 1)) == 0) {
             rma_acc_cas((unsigned)es, t, o, c, r);
@@ -1214,22 +1226,17 @@ static int serve_elems(int kind, int op, MPI_Datatype basic, int akind, size_t e
         elems_apply(op, akind, es, relaxed, seen, trank, key, t, o, r, n * es);
         return 0;
     }
-    for (size_t i = 0; i < n; i++, t += es) {
-        if (r != NULL)
-            memcpy(r + i * es, t, es);
-        if (op == RMA_OP_NO_OP)
-            continue;
-        if (op != RMA_OP_REPLACE) {
-            if (es > sizeof(tmp))
-                return 1;
-            memcpy(tmp, o + i * es, es);
-            if (PMPI_Reduce_local(t, tmp, 1, basic, (MPI_Op)((unsigned)MPI_MAX + (unsigned)op)) !=
-                MPI_SUCCESS)
-                return 1;
-            elem_store(basic, t, tmp, es);
-        } else {
-            elem_store(basic, t, o + i * es, es);
-        }
+    if (r != NULL)
+        memcpy(r, t, n * es);
+    if (akind == RMA_AK_LOCKED)
+        return rma_acc_locked_apply(basic, op, t, o, n, es) != 0;
+    /* misaligned: each element through an aligned copy, under the stripes */
+    for (size_t i = 0; op != RMA_OP_NO_OP && i < n; i++) {
+        uint64_t tmp[1];
+
+        memcpy(tmp, t + i * es, es);
+        rma_acc_atomic(akind, op, tmp, o + i * es, NULL, 1);
+        memcpy(t + i * es, tmp, es);
     }
     return 0;
 }
@@ -1244,25 +1251,33 @@ int rma_acc_serve(rma_win_t *win, const rma_hx_rec_t *recs, uint32_t nrec, int k
     int relaxed = rma_acc_relaxed(win), rc = 0;
     stripe_set_t set, seen;
 
-    /* the stripes of the whole target buffer, as an origin on this node takes them */
+    /* the stripes of the whole target buffer, as an origin on this node takes them; a
+     * record whose pieces touch is one piece */
     memset(&set, 0, sizeof(set));
-    for (uint32_t i = 0; i < nrec; i++)
-        for (uint32_t k = 0; k < recs[i].count; k++)
+    for (uint32_t i = 0; i < nrec; i++) {
+        int whole = recs[i].stride == (int64_t)recs[i].len;
+        uint64_t len = whole ? (uint64_t)recs[i].len * recs[i].count : recs[i].len;
+
+        for (uint32_t k = 0; k < (whole ? 1 : recs[i].count); k++)
             stripe_mark(&set, win->rank,
-                        recs[i].addr + (uint64_t)((int64_t)k * recs[i].stride) - base, recs[i].len);
+                        recs[i].addr + (uint64_t)((int64_t)k * recs[i].stride) - base, len);
+    }
     if (stripe_try_set(win, &set, &seen) != 0)
         return -EAGAIN;
     /* elements with a CPU-atomic kernel are updated as an origin on this node updates them
      * (elems_apply); the rest are read, combined and written under the stripes */
-    for (uint32_t i = 0; i < nrec && rc == 0; i++)
-        for (uint32_t k = 0; k < recs[i].count && rc == 0; k++) {
+    for (uint32_t i = 0; i < nrec && rc == 0; i++) {
+        int whole = recs[i].stride == (int64_t)recs[i].len;
+        uint64_t len = whole ? (uint64_t)recs[i].len * recs[i].count : recs[i].len;
+
+        for (uint32_t k = 0; k < (whole ? 1 : recs[i].count) && rc == 0; k++) {
             uint64_t a = recs[i].addr + (uint64_t)((int64_t)k * recs[i].stride);
             char *t = (char *)(uintptr_t)a;
             rc = serve_elems(kind, op, basic, akind, es, t, opk ? opk + off : NULL, compare,
-                             rpk ? rpk + off : NULL, recs[i].len / es, relaxed, &seen, win->rank,
-                             a - base);
-            off += recs[i].len;
+                             rpk ? rpk + off : NULL, len / es, relaxed, &seen, win->rank, a - base);
+            off += len;
         }
+    }
     /* this node's words: stores, nothing to flush */
     stripe_unlock_set(win, win->rank, &set, &seen, RMA_ACC_NLOCKS);
     return rc;

@@ -123,6 +123,15 @@ extern const rma_acc_type_t rma_acc_types[256];
 /* Class of a predefined basic type (builtin or pair), RMA_AC_INVALID for anything else. */
 int rma_acc_type_class(MPI_Datatype basic);
 
+/* Kernels for the types without a CPU atomic (acc_locked.c): n elements packed at es bytes
+ * (the true extent) at t and o; t = t op o as the host's MPI_Reduce_local(t, copy of o)
+ * computes it, written to the data bytes of t only. No MPI call. known: 1 when (basic, op)
+ * has one (MPI_REPLACE and MPI_NO_OP always). apply: 0, or -1 without a kernel. probe: asks
+ * the host library once how it writes Fortran's .TRUE. (MPI initialized, caller's thread). */
+int rma_acc_locked_known(MPI_Datatype basic, int op);
+int rma_acc_locked_apply(MPI_Datatype basic, int op, char *t, const char *o, size_t n, size_t es);
+void rma_acc_locked_probe(void);
+
 /* Operation kinds of the general path. */
 enum { RMA_ACC = 0, RMA_GACC, RMA_FOP, RMA_CAS };
 
@@ -134,8 +143,9 @@ struct rma_hx_rec;
  * request, a pair type's hole included (0 when basic is not one usable in accumulates).
  * check: NULL when (kind, op, basic) and the data bytes are a sound request, the data that
  * must follow the records in *data; else why not. serve: applies the call to this rank's
- * memory at the records, under the stripes of every span they touch (doc/atomicity.md): 0,
- * 1 when MPI_Reduce_local failed, -EAGAIN (nothing done) when a stripe is taken. */
+ * memory at the records, under the stripes of every span they touch (doc/atomicity.md),
+ * without any MPI call: 0, 1 when no kernel computes the op on the type (check refuses those),
+ * -EAGAIN (nothing done) when a stripe is taken. */
 size_t rma_acc_serve_esize(MPI_Datatype basic);
 const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t bytes, size_t *data);
 int rma_acc_serve(rma_win_t *win, const struct rma_hx_rec *recs, uint32_t nrec, int kind, int op,

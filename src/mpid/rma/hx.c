@@ -1009,7 +1009,7 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
                                len > rbytes + cmp ? body + cmp : NULL, cmp ? body : NULL,
                                fetch ? out + sizeof(a) : NULL);
             if (rc == 1)
-                why = "MPI_Reduce_local failed";
+                why = "no kernel for the operation on the datatype";
         } else if (why == NULL && (h->flags & RMA_HX_F_RNDV)) {
             src = (const char *)(uintptr_t)recs[0].addr; /* a get: sent from there */
         } else if (why == NULL) {
