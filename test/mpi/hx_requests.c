@@ -6,11 +6,15 @@
  * header cut short) and leave the target's memory unchanged; a well-formed request and
  * ordinary MPI_Put/MPI_Get afterwards must still work. A notification riding on a put
  * or a get (RMA_HX_F_NOTE) may name only a word of the ranks' control lines, and is applied
- * exactly when the header is sound. For an allocated and a dynamic window.
+ * exactly when the header is sound. Accumulates are refused for an unknown kind, op or
+ * datatype, an op the datatype does not allow, partial elements, or bounds; a rendezvous
+ * get (sent straight from window memory) for more than one piece. For an allocated and a
+ * dynamic window.
  */
 #include <errno.h>
 #include <stdint.h>
 
+#include "mpid/rma/acc.h"
 #include "mpid/rma/hx.h"
 #include "rma_ext.h"
 #include "rmatest.h"
@@ -58,6 +62,16 @@ static void note_init(req_t *q, const rma_target_t *tg, int kind, uint64_t addr,
     q->h.flags = RMA_HX_F_NOTE | flags;
     q->h.note_off = off;
     q->h.note = note;
+}
+
+/* The same as an accumulate request of kind acc (RMA_ACC, ...) with op on basic. */
+static void acc_init(req_t *q, const rma_target_t *tg, uint64_t addr, uint32_t len, int acc,
+                     int op, MPI_Datatype basic)
+{
+    req_init(q, tg, RMA_HX_ACC, addr, len);
+    q->h.acc = (uint8_t)acc;
+    q->h.op = (uint8_t)op;
+    q->h.basic = (int32_t)basic;
 }
 
 /* Sends q with its first nrec records and (put) the data the header announces; body_cut
@@ -115,13 +129,23 @@ static void run(int dynamic, int t)
     if (rank == 0) {
         const rma_target_t *tg = &rma_win_lookup(win)->targets[t];
         uint64_t end = base + WIN_BYTES;
+        MPI_Datatype two_ints;
         req_t q;
         struct {
             const char *what;
             int rc;
-        } cases[48];
+        } cases[64];
         int n = 0, rc;
-#define CASE(what, call) cases[n++] = (typeof(cases[0])){what, (call)}
+#define CASE(what, call)                                                                           \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        CHECK(n < (int)(sizeof(cases) / sizeof(cases[0])), "more cases than the table holds");    \
+        if (n < (int)(sizeof(cases) / sizeof(cases[0])))                                           \
+            cases[n++] = (typeof(cases[0])){what, rc_};                                            \
+    } while (0)
+
+        MPI_OK(MPI_Type_contiguous(2, MPI_INT, &two_ints));
+        MPI_OK(MPI_Type_commit(&two_ints));
 
         /* no answer can come (the agent cannot know whom to answer): memory is checked */
         req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
@@ -197,6 +221,49 @@ static void run(int dynamic, int t)
         q.rec[1] = q.rec[0];
         q.h.bytes = 16;
         CASE("rendezvous get of two records", send_req(win, t, &q, sizeof(q.h), 2, 0, 0));
+        /* a rendezvous get is sent from its one record's address: one piece only */
+        req_init(&q, tg, RMA_HX_GET, end - 8, 8);
+        q.h.flags = RMA_HX_F_RNDV;
+        q.rec[0] = (rma_hx_rec_t){end - 8, 0, 8, 512};
+        q.h.bytes = 8 * 512;
+        CASE("rendezvous get of 512 pieces at the last word", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        req_init(&q, tg, RMA_HX_GET, base + 8, 8);
+        q.h.flags = RMA_HX_F_RNDV;
+        q.rec[0] = (rma_hx_rec_t){base + 8, -8, 8, 2};
+        q.h.bytes = 16;
+        CASE("rendezvous get walking backwards", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        /* accumulates: kind, op, datatype, lengths and bounds */
+        acc_init(&q, tg, base + 8, 8, 9, RMA_OP_SUM, MPI_INT);
+        CASE("unknown accumulate kind", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_ACC, RMA_OP_COUNT, MPI_INT);
+        CASE("unknown operation", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_ACC, 0xff, MPI_INT);
+        CASE("operation 255", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_ACC, RMA_OP_SUM, MPI_DATATYPE_NULL);
+        CASE("MPI_DATATYPE_NULL", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_ACC, RMA_OP_SUM, two_ints);
+        CASE("a derived datatype's handle", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_ACC, RMA_OP_SUM, MPI_BYTE);
+        CASE("MPI_SUM on MPI_BYTE", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_ACC, RMA_OP_MAXLOC, MPI_INT);
+        CASE("MPI_MAXLOC on MPI_INT", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_ACC, RMA_OP_NO_OP, MPI_INT);
+        CASE("MPI_Accumulate with MPI_NO_OP", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        acc_init(&q, tg, base + 8, 4, RMA_CAS, RMA_OP_REPLACE, MPI_FLOAT);
+        CASE("compare-and-swap on MPI_FLOAT", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_CAS, RMA_OP_REPLACE, MPI_INT);
+        CASE("compare-and-swap of two elements", send_req(win, t, &q, sizeof(q.h), 1, 16, 0));
+        acc_init(&q, tg, base + 8, 6, RMA_ACC, RMA_OP_SUM, MPI_INT);
+        CASE("accumulate of 1.5 elements", send_req(win, t, &q, sizeof(q.h), 1, 6, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_ACC, RMA_OP_SUM, MPI_INT);
+        q.rec[0] = (rma_hx_rec_t){base + 8, 6, 2, 4};
+        CASE("accumulate of half elements", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, end - 4, 8, RMA_ACC, RMA_OP_SUM, MPI_INT);
+        CASE("accumulate past the end", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, end - 4, 8, RMA_FOP, RMA_OP_SUM, MPI_INT);
+        CASE("fetching accumulate past the end", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        acc_init(&q, tg, base + 8, 8, RMA_ACC, RMA_OP_SUM, MPI_INT);
+        CASE("accumulate with its data cut short", send_req(win, t, &q, sizeof(q.h), 1, 8, 2));
         /* the whole of a shared-lock epoch (RMA_HX_F_SHARED): checked before the lock */
         req_init(&q, tg, RMA_HX_PUT, end - 4, 8);
         q.h.flags = RMA_HX_F_SHARED;
@@ -228,6 +295,7 @@ static void run(int dynamic, int t)
          * (the target must not wait for it forever; the origin reports the refusal) */
         note_init(&q, tg, RMA_HX_PUT, end - 4, 0, cnt_off, NOTE_REFUSED);
         CASE("put past the end with a notification", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        MPI_OK(MPI_Type_free(&two_ints));
         for (int i = 0; i < n; i++)
             CHECK(cases[i].rc == -EINVAL, "request '%s': status %d, expected %d (-EINVAL)",
                   cases[i].what, cases[i].rc, -EINVAL);
@@ -251,6 +319,12 @@ static void run(int dynamic, int t)
         q.h.flags = RMA_HX_F_SHARED;
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0,
               "a well-formed shared-lock get was refused");
+        acc_init(&q, tg, base + GOOD_OFF, 8, RMA_ACC, RMA_OP_REPLACE, MPI_INT);
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0,
+              "a well-formed accumulate (MPI_REPLACE of the same bytes) was refused");
+        acc_init(&q, tg, base + GOOD_OFF, 8, RMA_GACC, RMA_OP_NO_OP, MPI_INT);
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0,
+              "a well-formed get_accumulate (MPI_NO_OP) was refused");
         note_init(&q, tg, RMA_HX_PUT, base + GOOD_OFF, 0, cnt_off, NOTE_GOOD);
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0,
               "a well-formed put with a notification was refused");

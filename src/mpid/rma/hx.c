@@ -1002,6 +1002,10 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
         if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
             pthread_mutex_lock(&win->dyn_mtx);
         why = hx_check_recs(win, recs, h->nrec, h->bytes, esize);
+        /* a rendezvous get is sent straight from window memory: h->bytes from its one
+         * record's address, so that record must be one piece (its length is then h->bytes) */
+        if (why == NULL && (h->flags & RMA_HX_F_RNDV) && recs[0].count != 1)
+            why = "rendezvous get of more than one piece";
         if (why == NULL && (h->flags & RMA_HX_F_SHARED) && !rma_lock_shared_here(win)) {
             rc = -EAGAIN; /* an exclusive lock is held or wanted: served later */
         } else if (why == NULL && h->kind == RMA_HX_ACC) {
