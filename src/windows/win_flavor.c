@@ -484,7 +484,8 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
 /* Undoes win_begin/win_map_ctl and whatever targets were mapped; frees the object. */
 static void win_destroy(rma_win_t *win)
 {
-    rma_win_retire(win); /* the agent no longer finds it */
+    rma_win_retire(win); /* the agent no longer finds it ... */
+    rma_ucx_quiesce();   /* ... nor still uses it: a request for it in flight is refused */
     win_net_release(win);
     if (win->targets != NULL) {
         for (int t = 0; t < win->nranks; t++) {

@@ -116,6 +116,14 @@ int rma_ucx_serve(void)
     return ux.started ? tw_progress() : 0;
 }
 
+void rma_ucx_quiesce(void)
+{
+    if (!ux.started)
+        return;
+    pthread_mutex_lock(&ux.tw_mtx);
+    pthread_mutex_unlock(&ux.tw_mtx);
+}
+
 int rma_ucx_barrier(MPI_Comm comm)
 {
     MPI_Request req;

@@ -80,6 +80,12 @@ int rma_ucx_progress(void);
  * while. Returns 1 when something happened; 0 at once when UCX is not started. */
 int rma_ucx_serve(void);
 
+/* Returns once no request handler is running (every handler runs on the target worker,
+ * under the one lock that whoever drives it holds): after a window left the handle table,
+ * no handler still uses it, so it may be freed. Nothing when UCX is not started. The
+ * caller must not be inside a handler. */
+void rma_ucx_quiesce(void);
+
 /* MPI_Barrier on comm that serves peers' operations (rma_ucx_serve) while it waits, spinning
  * then yielding, never sleeping: MPI_Ibarrier and a loop that tests it. UCX must be
  * started. The MPI error code. */
