@@ -16,11 +16,19 @@
  * librma again: only the data are checked. When the target is on this node (and
  * RMA_NETMOD_ONLY is not set) the epoch never needs the target: fast in every mode. The
  * elapsed time is printed in every case.
+ *
+ * Then the idle phase: after an epoch, both ranks sleep IDLE_SECONDS (default 1) without
+ * any MPI call, and each reads the CPU time its progress agent (the thread named
+ * "rma-agent") used meanwhile: block and off must use at most 5 % of the time (block sleeps
+ * on the worker's event descriptor, off drives no network), poll at least 25 % when the
+ * agent drives a network (it polls all the time, as doc/tuning.md says). Printed always.
  */
 #define _GNU_SOURCE
 #include "rmatest.h"
 
+#include <dirent.h>
 #include <time.h>
+#include <unistd.h>
 
 #define N      256 /* ints per region */
 /* window layout (ints): put region, get region, accumulate region, flag */
@@ -133,6 +141,74 @@ static void run(int create, double busy, const char *mode, int target_local)
         free(mem);
 }
 
+/* CPU seconds the thread named "rma-agent" of this process has used, or -1 without one. */
+static double agent_cpu(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    double sec = -1;
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char path[300], buf[512] = "";
+        unsigned long ut = 0, st = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        if (fgets(buf, sizeof(buf), f) == NULL || strcmp(buf, "rma-agent\n") != 0) {
+            fclose(f);
+            continue;
+        }
+        fclose(f);
+        snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        if (fgets(buf, sizeof(buf), f) != NULL && strrchr(buf, ')') != NULL &&
+            sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                   &ut, &st) == 2)
+            sec = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+        fclose(f);
+    }
+    if (d != NULL)
+        closedir(d);
+    return sec;
+}
+
+/* The agent's CPU use while both ranks sleep after an epoch (see the top of the file). */
+static void idle(const char *mode, int target_local)
+{
+    const char *s = getenv("IDLE_SECONDS");
+    double secs = s != NULL && atof(s) > 0 ? atof(s) : 1.0, c0, c1, use;
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    int *mem, v = 7;
+    MPI_Win win;
+
+    MPI_OK(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    MPI_OK(MPI_Win_lock_all(0, win));
+    MPI_OK(MPI_Put(&v, 1, MPI_INT, 1 - rank, 0, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED, win));
+    c0 = agent_cpu();
+    nanosleep(&ts, NULL);
+    c1 = agent_cpu();
+    use = c0 >= 0 && c1 >= 0 ? (c1 - c0) / secs : 0;
+    printf("passive_busy idle     RMA_AGENT=%s, rank %d: the agent used %.1f %% of a CPU "
+           "over %.1f s of sleep%s\n",
+           mode, rank, 100 * use, secs, c0 < 0 ? " (no agent thread)" : "");
+    fflush(stdout);
+    if (strcmp(mode, "poll") == 0 && !target_local)
+        CHECK(c0 >= 0 && use >= 0.25,
+              "RMA_AGENT=poll: the agent used %.1f %% of a CPU while idle, want >= 25 %%",
+              100 * use);
+    else if (strcmp(mode, "poll") != 0)
+        CHECK(use <= 0.05, "RMA_AGENT=%s: the agent used %.1f %% of a CPU while idle, want <= 5 %%",
+              mode, 100 * use);
+    MPI_OK(MPI_Win_fence(MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED, win));
+    CHECK(*mem == 7, "idle phase: the put left %d, want 7", *mem);
+    MPI_OK(MPI_Win_free(&win));
+}
+
 int main(int argc, char **argv)
 {
     const char *b = getenv("BUSY_SECONDS"), *mode = getenv("RMA_AGENT");
@@ -153,5 +229,6 @@ int main(int argc, char **argv)
         CHECK(!rt_same_node(1), "twonode: rank 1 shares rank 0's node");
     run(1, busy, mode, target_local);
     run(0, busy, mode, target_local);
+    idle(mode, target_local);
     return rt_finish("passive_busy");
 }

@@ -263,6 +263,8 @@ int rma_agent_start(void)
     if (pthread_create(&agent_thread, NULL, agent_main, NULL) != 0) {
         close(fd);
         agent_efd = -1;
+    } else {
+        pthread_setname_np(agent_thread, "rma-agent"); /* for top -H, ps -L, and tests */
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 out:
