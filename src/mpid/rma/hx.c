@@ -24,6 +24,9 @@
 #define HX_MAX_BYTES (4u << 20) /* data bytes in one request (RMA_HX_MSG is at most this) */
 #define HX_MIN_RUNS  16
 
+_Static_assert(sizeof(rma_hx_hdr_t) + sizeof(rma_hx_rec_t) <= RMA_UCX_AM_HDR_MAX,
+               "a rendezvous request's header and record travel as the message's header");
+
 /* What the origin waits on for one request: the answer's destination and a counter. */
 typedef struct hx_wait {
     _Atomic int *left; /* decremented when the answer arrived */

@@ -36,6 +36,7 @@ static struct {
     peer_t *peers; /* by MPI_COMM_WORLD rank */
     int npeers;
     int started, failed;
+    size_t am_hdr_max; /* the smaller of the workers' max_am_header */
     rma_ucx_am_cb_t am[RMA_UCX_AM_MAX];
     rma_ucx_am_rndv_cb_t am_rndv[RMA_UCX_AM_MAX];
     int (*idle)(void);             /* serves requests left for later; returns how many are left */
@@ -348,6 +349,8 @@ static int am_send(ucp_ep_h ep, unsigned id, const void *hdr, size_t hlen, const
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = flags | UCP_AM_SEND_FLAG_EAGER};
 
+    if (hlen > ux.am_hdr_max)
+        return -EMSGSIZE;
     return wait_req(ucp_am_send_nbx(ep, id, hdr, hlen, data, len, &p));
 }
 
@@ -378,7 +381,13 @@ static int am_post(ucp_ep_h ep, unsigned id, void *hdr, size_t hlen, const void 
                              .flags = flags,
                              .cb.send = post_done,
                              .user_data = hdr};
-    ucs_status_ptr_t req = ucp_am_send_nbx(ep, id, hdr, hlen, data, len, &p);
+    ucs_status_ptr_t req;
+
+    if (hlen > ux.am_hdr_max) {
+        free(hdr);
+        return -EMSGSIZE;
+    }
+    req = ucp_am_send_nbx(ep, id, hdr, hlen, data, len, &p);
 
     if (UCS_PTR_IS_ERR(req)) {
         free(hdr);
@@ -463,6 +472,14 @@ static ucp_worker_h worker_new(ucs_thread_mode_t mode)
     return ucp_worker_create(ux.ctx, &wp, &w) == UCS_OK ? w : NULL;
 }
 
+/* w's max_am_header, or 0 when UCX does not tell. */
+static size_t worker_am_hdr_max(ucp_worker_h w)
+{
+    ucp_worker_attr_t a = {.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER};
+
+    return ucp_worker_query(w, &a) == UCS_OK ? a.max_am_header : 0;
+}
+
 int rma_ucx_start(const char **why)
 {
     ucp_params_t params = {.field_mask =
@@ -510,6 +527,13 @@ int rma_ucx_start(const char **why)
     ux.ow = worker_new(mode);
     ux.tw = worker_new(mode);
     if (ux.ow == NULL || ux.tw == NULL)
+        goto out;
+    ux.am_hdr_max = worker_am_hdr_max(ux.ow);
+    if (worker_am_hdr_max(ux.tw) < ux.am_hdr_max)
+        ux.am_hdr_max = worker_am_hdr_max(ux.tw);
+    *why = "UCX's active messages take headers smaller than librma's (max_am_header < "
+           "RMA_UCX_AM_HDR_MAX, 128 bytes)";
+    if (ux.am_hdr_max < RMA_UCX_AM_HDR_MAX)
         goto out;
     *why = "ucp_worker_get_address failed";
     if (ucp_worker_get_address(ux.tw, &ux.taddr, &ux.taddr_len) != UCS_OK)
@@ -1014,6 +1038,9 @@ void rma_ucx_print(FILE *out)
     }
     ucp_context_print_info(ux.ctx, out);
     ucp_worker_print_info(ux.ow, out);
+    fprintf(out,
+            "ucx: active-message headers up to %zu bytes (max_am_header; librma's largest: %d)\n",
+            ux.am_hdr_max, RMA_UCX_AM_HDR_MAX);
     for (int w = 0; w < ux.npeers; w++)
         if (ux.peers[w].ep != NULL) {
             fprintf(out, "ucx: endpoint to world rank %d:\n", w);

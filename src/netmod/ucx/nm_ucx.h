@@ -95,6 +95,13 @@ int rma_ucx_barrier(MPI_Comm comm);
  * handler counts down have arrived. */
 void rma_ucx_wait_zero(_Atomic int *count);
 
+/* The largest header librma puts in an active message (a host-assisted request's header
+ * and one record). UCX's limit is the workers' max_am_header attribute, queried when UCX
+ * starts: UCX is refused, with the reason, when it is smaller, and a send with a longer
+ * header fails with -EMSGSIZE. The data after the header has no such limit (UCX fragments
+ * it); RMA_HX_MSG (doc/tuning.md) is librma's own choice of request size. */
+#define RMA_UCX_AM_HDR_MAX 128
+
 /* Active messages. Handlers run on the target worker (the agent's thread) for requests,
  * and on the origin worker (the caller's thread) for replies. */
 typedef void (*rma_ucx_am_cb_t)(const void *hdr, size_t hlen, const void *data, size_t len,
