@@ -7,6 +7,7 @@
 #define RMA_WAIT_H
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "mpid/rma/env.h"
@@ -21,6 +22,20 @@ static inline void rma_cpu_relax(void)
     __asm__ __volatile__("" ::: "memory");
 #endif
 }
+
+/* Peer failure (peer_fail.c). The transport calls rma_peer_failed(world rank, reason)
+ * when it finds a peer gone (from inside the watch function it registered with
+ * rma_peer_watch_set, NULL to remove); rma_peer_gone is then that rank + 1 (0 while every
+ * peer is alive). rma_peer_poll, called by every wait that sleeps, runs the watch function
+ * and, after a report, rma_peer_gone_end, which prints the peer and the reason and ends
+ * the job. rma_peer_fail_ignore: MPI_Finalize has begun (peers close their endpoints),
+ * reports are ignored from now on. */
+extern _Atomic int rma_peer_gone;
+void rma_peer_failed(int world_rank, const char *why);
+void rma_peer_fail_ignore(void);
+void rma_peer_watch_set(void (*fn)(void));
+void rma_peer_poll(void);
+void rma_peer_gone_end(void);
 
 typedef struct rma_backoff {
     int spins;          /* pauses so far */
@@ -64,6 +79,7 @@ static inline void rma_backoff(rma_backoff_t *b)
         sched_yield();
     } else {
         struct timespec ts = {0, 0};
+        rma_peer_poll(); /* out of line: a peer reported gone ends the job */
         b->sleep_us = b->sleep_us ? 2 * b->sleep_us : 1;
         if (b->sleep_us > RMA_BACKOFF_SLEEP_US)
             b->sleep_us = RMA_BACKOFF_SLEEP_US;

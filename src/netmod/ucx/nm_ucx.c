@@ -21,6 +21,7 @@
 
 typedef struct peer {
     ucp_ep_h ep;
+    ucp_ep_h watch;        /* no traffic: reports the peer's failure (watch_create) */
     int dev_amo;           /* 1: its atomic lanes include a network device's (ep_lanes) */
     int ordered;           /* 1: its operations take effect in issue order (ep_lanes) */
     _Atomic int connected; /* 1: a flush of ep completed, so its connection is set up */
@@ -30,9 +31,11 @@ static struct {
     ucp_context_h ctx;
     ucp_worker_h ow; /* origin worker: this process's operations */
     ucp_worker_h tw; /* target worker: peers' operations on this process (the agent) */
+    ucp_worker_h ww; /* watch worker: the peers' watch endpoints (watch_create), driven
+                        only by waits that have lasted (rma_peer_poll) and at teardown */
     int tw_fd;       /* the target worker's event descriptor (RMA_AGENT=block) */
-    ucp_address_t *taddr;
-    size_t taddr_len;
+    ucp_address_t *taddr, *waddr;
+    size_t taddr_len, waddr_len;
     peer_t *peers; /* by MPI_COMM_WORLD rank */
     int npeers;
     int started, failed;
@@ -44,8 +47,12 @@ static struct {
     pthread_mutex_t lock;          /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
     pthread_mutex_t tw_mtx;        /* the target worker: the agent, or a rank serving while it
                                       waits (rma_ucx_serve) */
+    pthread_mutex_t ww_mtx;        /* the watch worker */
     _Atomic unsigned rank_polls;   /* times an application thread drove the target worker */
-} ux = {.tw_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .tw_mtx = PTHREAD_MUTEX_INITIALIZER};
+} ux = {.tw_fd = -1,
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+        .tw_mtx = PTHREAD_MUTEX_INITIALIZER,
+        .ww_mtx = PTHREAD_MUTEX_INITIALIZER};
 
 static int status_errno(ucs_status_t st)
 {
@@ -90,6 +97,16 @@ static int tw_try(void)
     return n != 0;
 }
 
+/* Drives the watch worker once unless another thread is at it: a peer's failure reaches
+ * ep_failed here. Registered with rma_peer_watch_set: every wait that sleeps calls it. */
+static void ww_progress(void)
+{
+    if (ux.ww == NULL || pthread_mutex_trylock(&ux.ww_mtx) != 0)
+        return;
+    ucp_worker_progress(ux.ww);
+    pthread_mutex_unlock(&ux.ww_mtx);
+}
+
 /* An application thread's turn at the target worker; counted, so that the agent stands
  * aside while ranks keep polling (agent_progress). 1 when something happened. */
 static int tw_progress(void)
@@ -129,9 +146,12 @@ int rma_ucx_barrier(MPI_Comm comm)
 {
     MPI_Request req;
     int done = 0, spins = 0, rc = PMPI_Ibarrier(comm, &req);
+    unsigned turns = 0;
 
     while (rc == MPI_SUCCESS && (rc = PMPI_Test(&req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS &&
            !done) {
+        if ((++turns & 15) == 0)
+            rma_peer_poll(); /* peers' watch endpoints: answered, and checked */
         if (tw_progress())
             spins = 0;
         else if (spins++ < rma_env.spin_count)
@@ -518,6 +538,11 @@ int rma_ucx_start(const char **why)
      * large pieces take librma's rendezvous anyway. UCX_TCP_PUT_ENABLE, when set, wins. */
     if (getenv("UCX_TCP_PUT_ENABLE") == NULL && tls_may_include_tcp())
         ucp_config_modify(cfg, "PUT_ENABLE", "n"); /* the tcp interface's key */
+    /* a peer that dies is found by UCX's keepalive (shared-memory transports) or its
+     * broken connection (tcp) and reported to ep_failed: within seconds, not UCX's default
+     * 20 s. UCX_KEEPALIVE_INTERVAL, when set, wins. */
+    if (getenv("UCX_KEEPALIVE_INTERVAL") == NULL)
+        ucp_config_modify(cfg, "KEEPALIVE_INTERVAL", "1s");
     *why = "ucp_init failed (no usable transport?)";
     if (ucp_init(&params, cfg, &ux.ctx) != UCS_OK)
         goto out;
@@ -526,7 +551,8 @@ int rma_ucx_start(const char **why)
     *why = "ucp_worker_create failed";
     ux.ow = worker_new(mode);
     ux.tw = worker_new(mode);
-    if (ux.ow == NULL || ux.tw == NULL)
+    ux.ww = worker_new(mode);
+    if (ux.ow == NULL || ux.tw == NULL || ux.ww == NULL)
         goto out;
     ux.am_hdr_max = worker_am_hdr_max(ux.ow);
     if (worker_am_hdr_max(ux.tw) < ux.am_hdr_max)
@@ -536,7 +562,8 @@ int rma_ucx_start(const char **why)
     if (ux.am_hdr_max < RMA_UCX_AM_HDR_MAX)
         goto out;
     *why = "ucp_worker_get_address failed";
-    if (ucp_worker_get_address(ux.tw, &ux.taddr, &ux.taddr_len) != UCS_OK)
+    if (ucp_worker_get_address(ux.tw, &ux.taddr, &ux.taddr_len) != UCS_OK ||
+        ucp_worker_get_address(ux.ww, &ux.waddr, &ux.waddr_len) != UCS_OK)
         goto out;
     for (unsigned id = 1; id < RMA_UCX_AM_MAX; id++)
         if (set_handler(ux.tw, id) != 0 || set_handler(ux.ow, id) != 0)
@@ -553,6 +580,7 @@ int rma_ucx_start(const char **why)
     if (rma_env.agent != RMA_AGENT_OFF &&
         rma_agent_progress_attach(ux.tw_fd, agent_progress, agent_arm) != 0)
         goto out;
+    rma_peer_watch_set(ww_progress);
     ux.started = 1;
     ux.failed = 0;
     rc = 0;
@@ -612,12 +640,57 @@ static void ep_lanes(ucp_ep_h ep, int *dev_amo, int *ordered)
     *ordered = lanes > 0 && tcp == lanes;
 }
 
-static int ep_create(int w, const ucp_address_t *addr)
+/* UCX found the peer behind an endpoint gone (its process died, its connection broke):
+ * every request to it completes with an error, and librma's waits for it end the job
+ * (rma_peer_failed). Runs inside the origin worker's progress. */
+static void ep_failed(void *arg, ucp_ep_h ep, ucs_status_t st)
+{
+    (void)ep;
+    rma_peer_failed((int)(intptr_t)arg, ucs_status_string(st));
+}
+
+static void watch_flushed(void *req, ucs_status_t st, void *user)
+{
+    (void)st, (void)user;
+    ucp_request_free(req);
+}
+
+/* The watch endpoint to w, from our watch worker to w's (addr): no traffic, but UCX's
+ * error handling on (a broken connection, or keepalive), so that w's death reaches
+ * ep_failed. It is an endpoint of its own, on a worker of its own, because UCX 1.13 gives
+ * an endpoint with peer error handling no shared-memory lanes (every lane would be tcp:
+ * slower data path, different ordering), and a worker that has a tcp endpoint polls its
+ * sockets in every progress call (put + flush over shared memory 0.16 -> 0.4 us). Its flush
+ * starts the connection. Without a transport that can watch (UCX_TLS without tcp) there is
+ * none: a dead peer then ends the job only through the process manager. */
+static void watch_create(int w, const ucp_address_t *addr)
+{
+    ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                        UCP_EP_PARAM_FIELD_ERR_HANDLER,
+                          .address = addr,
+                          .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+                          .err_handler = {.cb = ep_failed, .arg = (void *)(intptr_t)w}};
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = watch_flushed};
+    ucs_status_ptr_t r;
+
+    if (ucp_ep_create(ux.ww, &ep, &ux.peers[w].watch) != UCS_OK) {
+        ux.peers[w].watch = NULL;
+        if (rma_env.verbose >= 1)
+            fprintf(stderr, "librma: no UCX transport can watch world rank %d for failure\n", w);
+        return;
+    }
+    r = ucp_ep_flush_nbx(ux.peers[w].watch, &p);
+    (void)r; /* freed by watch_flushed, or done */
+}
+
+static int ep_create(int w, const ucp_address_t *addr, const ucp_address_t *waddr)
 {
     ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = addr};
 
     if (ucp_ep_create(ux.ow, &ep, &ux.peers[w].ep) != UCS_OK)
         return -1;
+    watch_create(w, waddr);
     /* the lanes are chosen at creation */
     ep_lanes(ux.peers[w].ep, &ux.peers[w].dev_amo, &ux.peers[w].ordered);
     return 0;
@@ -625,36 +698,45 @@ static int ep_create(int w, const ucp_address_t *addr)
 
 int rma_ucx_connect(MPI_Comm comm, const int *world, int n, int need)
 {
-    int *lens, *displs, len = (int)ux.taddr_len, total = 0, rc = MPI_SUCCESS, me;
-    char *all;
+    int mine[2] = {(int)(ux.taddr_len + ux.waddr_len), (int)ux.taddr_len}, total = 0, me;
+    int *lens = NULL, *tlens = NULL, *displs = NULL, rc = MPI_SUCCESS;
+    char *all = NULL, *blob = NULL;
 
     if (!need)
         return MPI_SUCCESS;
     PMPI_Comm_rank(comm, &me);
-    lens = malloc((size_t)n * sizeof(*lens));
+    /* each rank's target worker address, then its watch worker's */
+    lens = malloc(2 * (size_t)n * sizeof(*lens));
+    tlens = malloc((size_t)n * sizeof(*tlens));
     displs = malloc((size_t)n * sizeof(*displs));
-    if (lens == NULL || displs == NULL) {
-        free(lens), free(displs);
-        return MPI_ERR_NO_MEM;
+    blob = malloc((size_t)mine[0]);
+    if (lens == NULL || tlens == NULL || displs == NULL || blob == NULL) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
     }
-    PMPI_Allgather(&len, 1, MPI_INT, lens, 1, MPI_INT, comm);
+    memcpy(blob, ux.taddr, ux.taddr_len);
+    memcpy(blob + ux.taddr_len, ux.waddr, ux.waddr_len);
+    PMPI_Allgather(mine, 2, MPI_INT, lens, 2, MPI_INT, comm);
     for (int i = 0; i < n; i++) {
+        tlens[i] = lens[2 * i + 1];
+        lens[i] = lens[2 * i];
         displs[i] = total;
         total += lens[i];
     }
-    all = malloc((size_t)total + 1);
-    if (all == NULL) {
-        free(lens), free(displs);
-        return MPI_ERR_NO_MEM;
+    if ((all = malloc((size_t)total + 1)) == NULL) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
     }
-    PMPI_Allgatherv(ux.taddr, len, MPI_BYTE, all, lens, displs, MPI_BYTE, comm);
+    PMPI_Allgatherv(blob, mine[0], MPI_BYTE, all, lens, displs, MPI_BYTE, comm);
     pthread_mutex_lock(&ux.lock);
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
         if (i != me && world[i] >= 0 && world[i] < ux.npeers && ux.peers[world[i]].ep == NULL &&
-            ep_create(world[i], (const ucp_address_t *)(all + displs[i])) != 0)
+            ep_create(world[i], (const ucp_address_t *)(all + displs[i]),
+                      (const ucp_address_t *)(all + displs[i] + tlens[i])) != 0)
             rc = MPI_ERR_OTHER;
     pthread_mutex_unlock(&ux.lock);
-    free(all), free(lens), free(displs);
+out:
+    free(all), free(blob), free(displs), free(tlens), free(lens);
     return rc;
 }
 
@@ -1066,21 +1148,47 @@ void rma_ucx_print(FILE *out)
  * a debug assertion removed upstream in openucx/ucx#8175). A flush of every endpoint
  * completes only once its connection is, so the replies are all sent before anyone
  * closes; every peer's target worker is served meanwhile (agent, or its own waits). */
+/* wait_req for a request of the watch worker: drives it too. */
+static int wait_ww(ucs_status_ptr_t req)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    ucs_status_t st;
+
+    if (req == NULL)
+        return 0;
+    if (UCS_PTR_IS_ERR(req))
+        return status_errno(UCS_PTR_STATUS(req));
+    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+        ww_progress();
+        if (!rma_ucx_progress())
+            rma_backoff(&bo);
+    }
+    ucp_request_free(req);
+    return status_errno(st);
+}
+
 static void finish_wireup(void)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
-    ucs_status_ptr_t *reqs = calloc((size_t)ux.npeers, sizeof(*reqs));
+    ucs_status_ptr_t *reqs = calloc(2 * (size_t)ux.npeers, sizeof(*reqs));
 
-    for (int w = 0; w < ux.npeers; w++)
-        if (ux.peers[w].ep != NULL) {
-            ucs_status_ptr_t r = ucp_ep_flush_nbx(ux.peers[w].ep, &p);
+    for (int k = 0; k < 2 * ux.npeers; k++) {
+        ucp_ep_h ep = k < ux.npeers ? ux.peers[k].ep : ux.peers[k - ux.npeers].watch;
+        if (ep != NULL) {
+            ucs_status_ptr_t r = ucp_ep_flush_nbx(ep, &p);
             if (reqs != NULL)
-                reqs[w] = r;
-            else
+                reqs[k] = r;
+            else if (k < ux.npeers)
                 wait_req(r);
+            else
+                wait_ww(r);
         }
-    for (int w = 0; reqs != NULL && w < ux.npeers; w++)
-        wait_req(reqs[w]);
+    }
+    for (int k = 0; reqs != NULL && k < 2 * ux.npeers; k++)
+        if (k < ux.npeers)
+            wait_req(reqs[k]);
+        else
+            wait_ww(reqs[k]);
     free(reqs);
 }
 
@@ -1095,15 +1203,18 @@ void rma_ucx_finalize(void)
      * flushing close would wait on peers that may be tearing down already); the barrier
      * keeps every target worker alive until all have closed theirs */
     PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    rma_peer_fail_ignore(); /* every rank is here: an endpoint that fails now was closed */
     if (!any)
         return;
     if (mine) {
         finish_wireup();
-        for (int w = 0; w < ux.npeers; w++)
-            if (ux.peers[w].ep != NULL) {
+        for (int w = 0; w < ux.npeers; w++) {
+            if (ux.peers[w].ep != NULL)
                 wait_req(ucp_ep_close_nbx(ux.peers[w].ep, &p));
-                ux.peers[w].ep = NULL;
-            }
+            if (ux.peers[w].watch != NULL)
+                wait_ww(ucp_ep_close_nbx(ux.peers[w].watch, &p));
+            ux.peers[w].ep = ux.peers[w].watch = NULL;
+        }
     }
     if (mine) /* our target worker serves the others while they close (RMA_AGENT=off: nobody
                  else drives it) */
@@ -1121,9 +1232,13 @@ void rma_ucx_finalize(void)
     free(ux.peers);
     ux.peers = NULL;
     ux.npeers = 0;
+    rma_peer_watch_set(NULL);
     ucp_worker_release_address(ux.tw, ux.taddr);
+    ucp_worker_release_address(ux.ww, ux.waddr);
     ucp_worker_destroy(ux.ow);
     ucp_worker_destroy(ux.tw);
+    ucp_worker_destroy(ux.ww);
+    ux.ww = NULL;
     ucp_cleanup(ux.ctx);
     ux.started = 0;
 }
