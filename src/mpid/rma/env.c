@@ -17,6 +17,7 @@ rma_env_t rma_env = {
     .agent_cpu = -2,
     .hx_piece = 2048,
     .hx_min = 8,
+    .hx_get_piece = 64 << 10,
     .hx_msg = 64 << 10,
     .aggregate = 4 << 10,
     .rndv = 128 << 10,
@@ -69,6 +70,15 @@ void rma_env_init(void)
     if (rma_env.hx_piece > rma_env.hx_msg)
         rma_env.hx_piece = rma_env.hx_msg;
     rma_env.hx_min = (size_t)env_long("RMA_HX_MIN_PIECES", (long)rma_env.hx_min, 1, 1L << 30);
+    /* a get of many pieces gathers larger ones at the target's agent, not only what a put
+     * scatters there; RMA_HX_PIECE=0 (never host-assisted) turns both off */
+    rma_env.hx_get_piece =
+        (size_t)env_long("RMA_HX_GET_PIECE", (long)rma_env.hx_get_piece, 0, 4 << 20);
+    if (rma_env.hx_get_piece > rma_env.hx_msg)
+        rma_env.hx_get_piece = rma_env.hx_msg;
+    if (rma_env.hx_get_piece < rma_env.hx_piece ||
+        (rma_env.hx_piece == 0 && !env_given("RMA_HX_GET_PIECE")))
+        rma_env.hx_get_piece = rma_env.hx_piece;
     rma_env.aggregate = (size_t)env_long("RMA_AGGREGATE", (long)rma_env.aggregate, 0, 4 << 20);
     rma_env.hx_piece_am = env_given("RMA_HX_PIECE") ? rma_env.hx_piece : rma_env.hx_msg;
     rma_env.aggregate_am = env_given("RMA_AGGREGATE") ? rma_env.aggregate : RMA_AGGREGATE_AM;
@@ -147,6 +157,11 @@ void rma_env_print(FILE *out)
             "RMA_HX_MIN_PIECES=%zu    ... when one operation has at least this many such "
             "pieces (fewer go by RDMA)\n",
             rma_env.hx_min);
+    fprintf(out,
+            "RMA_HX_GET_PIECE=%zu  ... for a get: its pieces of at most this many bytes, when it "
+            "has RMA_HX_MIN_PIECES of them, are gathered by the target's agent into one "
+            "reply\n",
+            rma_env.hx_get_piece);
     fprintf(out, "RMA_HX_MSG=%zu       data bytes in one host-assisted request or reply\n",
             rma_env.hx_msg);
     fprintf(out,

@@ -19,7 +19,8 @@ typedef struct rma_env {
     int agent_cpu;     /* RMA_AGENT_CPU: auto (-2), none (-1) or the CPU to bind the agent to */
     size_t hx_piece; /* RMA_HX_PIECE: off-node pieces of at most this many bytes go host-assisted */
     size_t hx_min;   /* RMA_HX_MIN_PIECES: ... when a transfer has at least this many of them */
-    size_t hx_msg;   /* RMA_HX_MSG: data bytes in one host-assisted request */
+    size_t hx_get_piece; /* RMA_HX_GET_PIECE: hx_piece for gets (at least hx_piece) */
+    size_t hx_msg;       /* RMA_HX_MSG: data bytes in one host-assisted request */
     size_t aggregate;    /* RMA_AGGREGATE: bytes of small puts to one target sent as one request */
     size_t hx_piece_am;  /* hx_piece and aggregate for a target that UCX reaches over tcp alone,
                             where it emulates RMA with active messages: the variables when set, */

@@ -751,6 +751,7 @@ int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
      * the bytes (doc/tuning.md) */
     t->am_rma = ux.peers[w].ordered; /* every lane is tcp */
     t->hx_piece = t->am_rma ? rma_env.hx_piece_am : rma_env.hx_piece;
+    t->hx_get_piece = t->am_rma ? rma_env.hx_piece_am : rma_env.hx_get_piece;
     t->aggregate = t->am_rma ? rma_env.aggregate_am : rma_env.aggregate;
     t->ops = &rma_nm_ucx_ops;
     t->noted = t->ep_noted = ~0u; /* no notification yet (rma_nm_quiet) */
