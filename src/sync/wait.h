@@ -7,7 +7,6 @@
 #define RMA_WAIT_H
 
 #include <sched.h>
-#include <stdatomic.h>
 #include <time.h>
 
 #include "mpid/rma/env.h"
@@ -23,19 +22,17 @@ static inline void rma_cpu_relax(void)
 #endif
 }
 
-/* Peer failure (peer_fail.c). The transport calls rma_peer_failed(world rank, reason)
- * when it finds a peer gone (from inside the watch function it registered with
- * rma_peer_watch_set, NULL to remove); rma_peer_gone is then that rank + 1 (0 while every
- * peer is alive). rma_peer_poll, called by every wait that sleeps, runs the watch function
- * and, after a report, rma_peer_gone_end, which prints the peer and the reason and ends
- * the job. rma_peer_fail_ignore: MPI_Finalize has begun (peers close their endpoints),
- * reports are ignored from now on. */
-extern _Atomic int rma_peer_gone;
-void rma_peer_failed(int world_rank, const char *why);
-void rma_peer_fail_ignore(void);
+/* Peer failure (peer_fail.c). The transport registers a watch function (NULL removes it)
+ * that calls rma_peer_failed(world rank, reason) when it finds a peer gone. rma_peer_poll,
+ * called by every wait that sleeps, runs the watch function and, after a report, prints the
+ * peer and the reason and ends the job (MPI_Abort); it does nothing in a thread that called
+ * rma_peer_poll_off (the progress agent, which calls no MPI). rma_peer_fail_ignore:
+ * MPI_Finalize has begun (peers close their endpoints), reports are ignored from now on. */
 void rma_peer_watch_set(void (*fn)(void));
+void rma_peer_failed(int world_rank, const char *why);
 void rma_peer_poll(void);
-void rma_peer_gone_end(void);
+void rma_peer_poll_off(void);
+void rma_peer_fail_ignore(void);
 
 typedef struct rma_backoff {
     int spins;          /* pauses so far */

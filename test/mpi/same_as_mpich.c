@@ -292,16 +292,29 @@ static void run(int flavor)
         MPI_Get_address(mem, &base);
     }
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
-    /* zeroes, ones where PROD and LAND need them, a pattern in region C */
+    /* zeroes; where an op would leave zeroes as they are, a start that it changes: ones for
+     * PROD and LAND, 100 for MIN, all bits for BAND, a large value for MINLOC; a pattern in
+     * region C */
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
     memset(mem, 0, WIN_BYTES);
     for (int ti = 0; ti < NITYPES; ti++)
         for (int i = 0; i < NE; i++) {
-            store_int(mem + OFF_A + (ti * NIOPS + 1) * NE * 8 + i * itypes[ti].size,
-                      itypes[ti].size, 1);
-            store_int(mem + OFF_A + (ti * NIOPS + 7) * NE * 8 + i * itypes[ti].size,
-                      itypes[ti].size, 1);
+            const struct {
+                int op;
+                long long v;
+            } start[] = {{1, 1}, {7, 1}, {3, 100}, {4, -1}};
+            for (int k = 0; k < 4; k++)
+                store_int(mem + OFF_A + (ti * NIOPS + start[k].op) * NE * 8 + i * itypes[ti].size,
+                          itypes[ti].size, start[k].v);
         }
+    for (int i = 0; i < NE; i++) {
+        struct {
+            double v;
+            int l;
+        } big = {1e9 - i, 99};
+        memcpy(mem + OFF_A + NITYPES * NIOPS * NE * 8 + 512 + i * 16, &big.v, 8);
+        memcpy(mem + OFF_A + NITYPES * NIOPS * NE * 8 + 512 + i * 16 + 8, &big.l, 4);
+    }
     for (int r = 0; r < 4; r++)
         for (int i = 0; i < NE; i++) {
             double one = 1.0;

@@ -885,8 +885,13 @@ static int serve_known(MPI_Datatype basic, int op)
 
 static int acc_mapped_small(const acc_op_t *a)
 {
+    /* the type's own kind: a->akind is RMA_AK_LOCKED for 8/16-bit integers on windows with
+     * network peers too (no network atomic of that size), and those have CPU atomics here */
+    int tkind =
+        RMA_DT_IS_BUILTIN(a->basic) ? rma_acc_types[(unsigned)a->basic & 0xff].kind : RMA_AK_LOCKED;
+
     return a->win->targets[a->trank].nm.data_mapped && a->nelem <= ACC_MAPPED_MAX &&
-           a->akind != RMA_AK_LOCKED &&
+           tkind != RMA_AK_LOCKED &&
            (a->kind != RMA_ACC || rma_hx_agg_first(a->win, a->trank, a->nelem * a->esize));
 }
 

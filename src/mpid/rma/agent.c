@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "mpid/rma/env.h"
+#include "sync/wait.h"
 #include "windows/segment.h"
 #include "windows/win.h"
 
@@ -209,6 +210,7 @@ static void *agent_main(void *arg)
     char where[256];
 
     (void)arg;
+    rma_peer_poll_off(); /* its waits (page moves) must not end the job: that calls MPI */
     rma_agent_placement(where, sizeof(where), 1);
     if (rma_env.verbose >= 1)
         fprintf(stderr, "librma: progress agent of process %d: %s\n", (int)getpid(), where);

@@ -76,8 +76,7 @@ void rma_env_init(void)
         (size_t)env_long("RMA_HX_GET_PIECE", (long)rma_env.hx_get_piece, 0, 4 << 20);
     if (rma_env.hx_get_piece > rma_env.hx_msg)
         rma_env.hx_get_piece = rma_env.hx_msg;
-    if (rma_env.hx_get_piece < rma_env.hx_piece ||
-        (rma_env.hx_piece == 0 && !env_given("RMA_HX_GET_PIECE")))
+    if (rma_env.hx_get_piece < rma_env.hx_piece || rma_env.hx_piece == 0)
         rma_env.hx_get_piece = rma_env.hx_piece;
     rma_env.aggregate = (size_t)env_long("RMA_AGGREGATE", (long)rma_env.aggregate, 0, 4 << 20);
     rma_env.hx_piece_am = env_given("RMA_HX_PIECE") ? rma_env.hx_piece : rma_env.hx_msg;

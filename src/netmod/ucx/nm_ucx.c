@@ -101,9 +101,10 @@ static int tw_try(void)
  * ep_failed here. Registered with rma_peer_watch_set: every wait that sleeps calls it. */
 static void ww_progress(void)
 {
-    if (ux.ww == NULL || pthread_mutex_trylock(&ux.ww_mtx) != 0)
+    if (pthread_mutex_trylock(&ux.ww_mtx) != 0)
         return;
-    ucp_worker_progress(ux.ww);
+    if (ux.ww != NULL)
+        ucp_worker_progress(ux.ww);
     pthread_mutex_unlock(&ux.ww_mtx);
 }
 
@@ -540,8 +541,8 @@ int rma_ucx_start(const char **why)
         ucp_config_modify(cfg, "PUT_ENABLE", "n"); /* the tcp interface's key */
     /* a peer that dies is found by UCX's keepalive (shared-memory transports) or its
      * broken connection (tcp) and reported to ep_failed: within seconds, not UCX's default
-     * 20 s. UCX_KEEPALIVE_INTERVAL, when set, wins. */
-    if (getenv("UCX_KEEPALIVE_INTERVAL") == NULL)
+     * 20 s. (RMA_)UCX_KEEPALIVE_INTERVAL, when set, wins. */
+    if (getenv("UCX_KEEPALIVE_INTERVAL") == NULL && getenv("RMA_UCX_KEEPALIVE_INTERVAL") == NULL)
         ucp_config_modify(cfg, "KEEPALIVE_INTERVAL", "1s");
     *why = "ucp_init failed (no usable transport?)";
     if (ucp_init(&params, cfg, &ux.ctx) != UCS_OK)
@@ -640,9 +641,9 @@ static void ep_lanes(ucp_ep_h ep, int *dev_amo, int *ordered)
     *ordered = lanes > 0 && tcp == lanes;
 }
 
-/* UCX found the peer behind an endpoint gone (its process died, its connection broke):
- * every request to it completes with an error, and librma's waits for it end the job
- * (rma_peer_failed). Runs inside the origin worker's progress. */
+/* UCX found the peer behind a watch endpoint gone (its process died, its connection
+ * broke): recorded, and the wait that drove the watch worker ends the job (sync/wait.h).
+ * Runs inside the watch worker's progress (ww_progress, under ww_mtx). */
 static void ep_failed(void *arg, ucp_ep_h ep, ucs_status_t st)
 {
     (void)ep;
@@ -672,16 +673,20 @@ static void watch_create(int w, const ucp_address_t *addr)
                           .err_mode = UCP_ERR_HANDLING_MODE_PEER,
                           .err_handler = {.cb = ep_failed, .arg = (void *)(intptr_t)w}};
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = watch_flushed};
-    ucs_status_ptr_t r;
+    int ok;
 
-    if (ucp_ep_create(ux.ww, &ep, &ux.peers[w].watch) != UCS_OK) {
+    pthread_mutex_lock(&ux.ww_mtx); /* every use of the watch worker */
+    ok = ucp_ep_create(ux.ww, &ep, &ux.peers[w].watch) == UCS_OK;
+    if (ok)
+        (void)ucp_ep_flush_nbx(ux.peers[w].watch, &p); /* freed by watch_flushed, or done */
+    else
         ux.peers[w].watch = NULL;
-        if (rma_env.verbose >= 1)
-            fprintf(stderr, "librma: no UCX transport can watch world rank %d for failure\n", w);
-        return;
-    }
-    r = ucp_ep_flush_nbx(ux.peers[w].watch, &p);
-    (void)r; /* freed by watch_flushed, or done */
+    pthread_mutex_unlock(&ux.ww_mtx);
+    if (!ok)
+        fprintf(stderr,
+                "librma: no UCX transport can watch world rank %d for failure: if it dies, "
+                "only the process manager ends the job\n",
+                w);
 }
 
 static int ep_create(int w, const ucp_address_t *addr, const ucp_address_t *waddr)
@@ -1143,13 +1148,20 @@ void rma_ucx_print(FILE *out)
     }
 }
 
-/* Connections over tcp are set up by a request and a reply that UCX sends on its own. If
- * an endpoint is closed before the peer's reply went out, the peer's worker still holds
- * that reply when it is destroyed, and Debian's UCX 1.13 aborts on it ("got REP message",
- * a debug assertion removed upstream in openucx/ucx#8175). A flush of every endpoint
- * completes only once its connection is, so the replies are all sent before anyone
- * closes; every peer's target worker is served meanwhile (agent, or its own waits). */
-/* wait_req for a request of the watch worker: drives it too. */
+/* The watch worker's flush (close: 0) or force close (1) of ep, under ww_mtx. */
+static ucs_status_ptr_t ww_ep_op(ucp_ep_h ep, int close)
+{
+    ucp_request_param_t p = {.op_attr_mask = close ? UCP_OP_ATTR_FIELD_FLAGS : 0,
+                             .flags = close ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+    ucs_status_ptr_t r;
+
+    pthread_mutex_lock(&ux.ww_mtx);
+    r = close ? ucp_ep_close_nbx(ep, &p) : ucp_ep_flush_nbx(ep, &p);
+    pthread_mutex_unlock(&ux.ww_mtx);
+    return r;
+}
+
+/* wait_req for a request of the watch worker: drives it too, under ww_mtx. */
 static int wait_ww(ucs_status_ptr_t req)
 {
     rma_backoff_t bo = RMA_BACKOFF_INIT;
@@ -1159,15 +1171,27 @@ static int wait_ww(ucs_status_ptr_t req)
         return 0;
     if (UCS_PTR_IS_ERR(req))
         return status_errno(UCS_PTR_STATUS(req));
-    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
-        ww_progress();
+    for (;;) {
+        pthread_mutex_lock(&ux.ww_mtx);
+        ucp_worker_progress(ux.ww);
+        st = ucp_request_check_status(req);
+        if (st != UCS_INPROGRESS)
+            ucp_request_free(req);
+        pthread_mutex_unlock(&ux.ww_mtx);
+        if (st != UCS_INPROGRESS)
+            return status_errno(st);
         if (!rma_ucx_progress())
             rma_backoff(&bo);
     }
-    ucp_request_free(req);
-    return status_errno(st);
 }
 
+/* Connections over tcp are set up by a request and a reply that UCX sends on its own. If
+ * an endpoint is closed before the peer's reply went out, the peer's worker still holds
+ * that reply when it is destroyed, and Debian's UCX 1.13 aborts on it ("got REP message",
+ * a debug assertion removed upstream in openucx/ucx#8175). A flush of every endpoint
+ * completes only once its connection is, so the replies are all sent before anyone
+ * closes; every peer's target and watch workers are served meanwhile (agent, or its own
+ * waits). */
 static void finish_wireup(void)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
@@ -1176,7 +1200,7 @@ static void finish_wireup(void)
     for (int k = 0; k < 2 * ux.npeers; k++) {
         ucp_ep_h ep = k < ux.npeers ? ux.peers[k].ep : ux.peers[k - ux.npeers].watch;
         if (ep != NULL) {
-            ucs_status_ptr_t r = ucp_ep_flush_nbx(ep, &p);
+            ucs_status_ptr_t r = k < ux.npeers ? ucp_ep_flush_nbx(ep, &p) : ww_ep_op(ep, 0);
             if (reqs != NULL)
                 reqs[k] = r;
             else if (k < ux.npeers)
@@ -1203,7 +1227,16 @@ void rma_ucx_finalize(void)
      * connections still being set up are finished, then endpoints close at once (a
      * flushing close would wait on peers that may be tearing down already); the barrier
      * keeps every target worker alive until all have closed theirs */
-    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    {
+        /* a peer that died before it got here must not leave us waiting for it */
+        MPI_Request req;
+        int done = 0;
+        rma_backoff_t bo = RMA_BACKOFF_INIT;
+        PMPI_Iallreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
+        while (PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+            if (!rma_ucx_serve())
+                rma_backoff(&bo); /* polls the watch once it sleeps */
+    }
     rma_peer_fail_ignore(); /* every rank is here: an endpoint that fails now was closed */
     if (!any)
         return;
@@ -1213,7 +1246,7 @@ void rma_ucx_finalize(void)
             if (ux.peers[w].ep != NULL)
                 wait_req(ucp_ep_close_nbx(ux.peers[w].ep, &p));
             if (ux.peers[w].watch != NULL)
-                wait_ww(ucp_ep_close_nbx(ux.peers[w].watch, &p));
+                wait_ww(ww_ep_op(ux.peers[w].watch, 1));
             ux.peers[w].ep = ux.peers[w].watch = NULL;
         }
     }
@@ -1238,8 +1271,10 @@ void rma_ucx_finalize(void)
     ucp_worker_release_address(ux.ww, ux.waddr);
     ucp_worker_destroy(ux.ow);
     ucp_worker_destroy(ux.tw);
+    pthread_mutex_lock(&ux.ww_mtx);
     ucp_worker_destroy(ux.ww);
     ux.ww = NULL;
+    pthread_mutex_unlock(&ux.ww_mtx);
     ucp_cleanup(ux.ctx);
     ux.started = 0;
 }
