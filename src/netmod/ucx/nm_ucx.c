@@ -182,8 +182,9 @@ void rma_ucx_set_drain(int (*fn)(rma_nm_tgt_t *t))
     ux.drain = fn;
 }
 
-/* Waits for a request of the origin worker; frees it. 0 or -errno. */
-static int wait_req(ucs_status_ptr_t req)
+/* Waits for a request of the origin worker, or with ww (ww_mtx) of the watch worker, which
+ * it then drives too under that lock; frees it. 0 or -errno. */
+static int wait_req_in(ucs_status_ptr_t req, pthread_mutex_t *ww)
 {
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     ucs_status_t st;
@@ -192,12 +193,26 @@ static int wait_req(ucs_status_ptr_t req)
         return 0;
     if (UCS_PTR_IS_ERR(req))
         return status_errno(UCS_PTR_STATUS(req));
-    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+    for (;;) {
+        if (ww != NULL) {
+            pthread_mutex_lock(ww);
+            ucp_worker_progress(ux.ww);
+        }
+        st = ucp_request_check_status(req);
+        if (st != UCS_INPROGRESS)
+            ucp_request_free(req);
+        if (ww != NULL)
+            pthread_mutex_unlock(ww);
+        if (st != UCS_INPROGRESS)
+            return status_errno(st);
         if (!rma_ucx_progress())
             rma_backoff(&bo);
     }
-    ucp_request_free(req);
-    return status_errno(st);
+}
+
+static int wait_req(ucs_status_ptr_t req)
+{
+    return wait_req_in(req, NULL);
 }
 
 /* A put, get or atomic to t was issued: only an endpoint flush completes it. */
@@ -1161,30 +1176,6 @@ static ucs_status_ptr_t ww_ep_op(ucp_ep_h ep, int close)
     return r;
 }
 
-/* wait_req for a request of the watch worker: drives it too, under ww_mtx. */
-static int wait_ww(ucs_status_ptr_t req)
-{
-    rma_backoff_t bo = RMA_BACKOFF_INIT;
-    ucs_status_t st;
-
-    if (req == NULL)
-        return 0;
-    if (UCS_PTR_IS_ERR(req))
-        return status_errno(UCS_PTR_STATUS(req));
-    for (;;) {
-        pthread_mutex_lock(&ux.ww_mtx);
-        ucp_worker_progress(ux.ww);
-        st = ucp_request_check_status(req);
-        if (st != UCS_INPROGRESS)
-            ucp_request_free(req);
-        pthread_mutex_unlock(&ux.ww_mtx);
-        if (st != UCS_INPROGRESS)
-            return status_errno(st);
-        if (!rma_ucx_progress())
-            rma_backoff(&bo);
-    }
-}
-
 /* Connections over tcp are set up by a request and a reply that UCX sends on its own. If
  * an endpoint is closed before the peer's reply went out, the peer's worker still holds
  * that reply when it is destroyed, and Debian's UCX 1.13 aborts on it ("got REP message",
@@ -1206,14 +1197,14 @@ static void finish_wireup(void)
             else if (k < ux.npeers)
                 wait_req(r);
             else
-                wait_ww(r);
+                wait_req_in(r, &ux.ww_mtx);
         }
     }
     for (int k = 0; reqs != NULL && k < 2 * ux.npeers; k++)
         if (k < ux.npeers)
             wait_req(reqs[k]);
         else
-            wait_ww(reqs[k]);
+            wait_req_in(reqs[k], &ux.ww_mtx);
     free(reqs);
 }
 
@@ -1246,7 +1237,7 @@ void rma_ucx_finalize(void)
             if (ux.peers[w].ep != NULL)
                 wait_req(ucp_ep_close_nbx(ux.peers[w].ep, &p));
             if (ux.peers[w].watch != NULL)
-                wait_ww(ww_ep_op(ux.peers[w].watch, 1));
+                wait_req_in(ww_ep_op(ux.peers[w].watch, 1), &ux.ww_mtx);
             ux.peers[w].ep = ux.peers[w].watch = NULL;
         }
     }
