@@ -99,7 +99,7 @@ int MPI_Win_flush_local(int rank, MPI_Win handle)
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Win_flush_local");
-    return rma_flush(win, rank, "MPI_Win_flush_local");
+    return rma_flush_local(win, rank, "MPI_Win_flush_local");
 }
 
 int MPI_Win_flush_all(MPI_Win handle)
@@ -115,7 +115,7 @@ int MPI_Win_flush_local_all(MPI_Win handle)
     rma_win_t *win;
 
     RMA_WIN_GET(win, handle, "MPI_Win_flush_local_all");
-    return rma_flush_all(win, "MPI_Win_flush_local_all");
+    return rma_flush_local_all(win, "MPI_Win_flush_local_all");
 }
 
 int MPI_Win_sync(MPI_Win handle)

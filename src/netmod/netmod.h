@@ -37,6 +37,8 @@ typedef struct rma_nm_tgt {
     int world;                        /* the target's rank in MPI_COMM_WORLD */
     _Atomic unsigned issued;          /* operations issued to the target (rma_nm_issued) */
     _Atomic unsigned flushed;         /* ... how many of them the last flush covered */
+    _Atomic unsigned lmark;           /* ... the count by which one was issued whose local
+                                         completion needs a flush (rma_nm_need_local) */
     _Atomic unsigned noted;           /* ... how many when the last notification that left
                                          with nothing else outstanding went (sync/ctl.h
                                          rma_ctl_announce): rma_nm_quiet */
@@ -134,6 +136,23 @@ static inline void rma_nm_covered(_Atomic unsigned *done, unsigned seen)
 static inline void rma_nm_flushed(rma_nm_tgt_t *t, unsigned seen)
 {
     rma_nm_covered(&t->flushed, seen);
+}
+
+/* An operation just issued to t (counted in t->issued) completes at the origin only with a
+ * flush: a get whose data has not landed, a put whose buffer the transport still reads. One
+ * that copied what it needs (a put UCX sent at once, a request built in librma's buffer, a
+ * fetching call that waited) needs no mark. */
+static inline void rma_nm_need_local(rma_nm_tgt_t *t)
+{
+    rma_nm_covered(&t->lmark, atomic_load_explicit(&t->issued, memory_order_acquire));
+}
+
+/* Something issued to t is not complete at the origin yet (MPI_Win_flush_local, requests):
+ * a flush that covered every marked operation has completed them locally too. */
+static inline int rma_nm_local_due(rma_nm_tgt_t *t)
+{
+    return (int)(atomic_load_explicit(&t->lmark, memory_order_acquire) -
+                 atomic_load_explicit(&t->flushed, memory_order_acquire)) > 0;
 }
 
 /* Atomic operations on remote words (ucx) */

@@ -540,6 +540,14 @@ int rma_flush_error(rma_win_t *win, int rank, const char *func)
                    "rank %d is not in a passive target epoch (lock or lock_all)", rank);
 }
 
+int rma_flush_local_net_all(rma_win_t *win, const char *func)
+{
+    for (int t = 0; t < win->nranks; t++)
+        if (!win->targets[t].local && rma_nm_local_due(&win->targets[t].nm))
+            return rma_flush_net(win, RMA_FLUSH_ALL, func);
+    return MPI_SUCCESS;
+}
+
 int rma_flush_net(rma_win_t *win, int rank, const char *func)
 {
     int t = rank,

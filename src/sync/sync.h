@@ -57,7 +57,35 @@ static inline int rma_flush(rma_win_t *win, int rank, const char *func)
     return MPI_SUCCESS;
 }
 
-/* MPI_Win_flush_all / flush_local_all. */
+/* MPI_Win_flush_local: all operations to `rank` are complete at the origin (buffers may be
+ * reused, gets have landed). Same node that is every operation once issued; off node, only
+ * a marked one (rma_nm_need_local) needs the flush. */
+static inline int rma_flush_local(rma_win_t *win, int rank, const char *func)
+{
+    if (rma_unlikely((unsigned)rank >= (unsigned)win->nranks ||
+                     !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type)))
+        return rma_flush_error(win, rank, func);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (rma_unlikely(rma_nm_local_due(&win->targets[rank].nm)))
+        return rma_flush_net(win, rank, func);
+    return MPI_SUCCESS;
+}
+
+/* Out of line: MPI_Win_flush_local_all once something went off node. */
+int rma_flush_local_net_all(rma_win_t *win, const char *func);
+
+/* MPI_Win_flush_local_all. */
+static inline int rma_flush_local_all(rma_win_t *win, const char *func)
+{
+    if (rma_unlikely(win->epoch != RMA_EPOCH_LOCK_ALL && win->epoch != RMA_EPOCH_LOCK))
+        return rma_flush_error(win, RMA_FLUSH_ALL, func);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (rma_unlikely(atomic_load_explicit(&win->net_dirty, memory_order_acquire)))
+        return rma_flush_local_net_all(win, func);
+    return MPI_SUCCESS;
+}
+
+/* MPI_Win_flush_all. */
 static inline int rma_flush_all(rma_win_t *win, const char *func)
 {
     if (rma_unlikely(win->epoch != RMA_EPOCH_LOCK_ALL && win->epoch != RMA_EPOCH_LOCK))

@@ -288,6 +288,7 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
     hx_wait_t *w = malloc(sizeof(*w));
     rma_hx_t hx = {.win = win, .trank = trank, .write = write};
+    int rc;
     struct {
         rma_hx_hdr_t h;
         rma_hx_rec_t r;
@@ -304,10 +305,13 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
     hx_hdr_init(&m.h, &hx, 1, n, w);
     m.h.flags = RMA_HX_F_RNDV;
     hx_out_begin(nm, w);
-    return hx_out_end(
+    rc = hx_out_end(
         nm, w,
         write ? rma_ucx_am_request_rndv(nm, RMA_UCX_AM_HX_REQ, &m, sizeof(m), buf, n)
               : rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &m.h, sizeof(m.h), &m.r, sizeof(m.r)));
+    if (rc == 0)
+        rma_nm_need_local(nm); /* the target reads buf, or writes it, later */
+    return rc;
 }
 
 /* ------------------------------------------------------------------ aggregation */
@@ -569,6 +573,7 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
         return 1; /* out of memory: it goes on its own */
     }
     agg_held(win, trank, a);
+    rma_nm_need_local(nm); /* its data lands when a flush sends it */
     return 0;
 }
 

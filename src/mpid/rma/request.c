@@ -3,8 +3,10 @@
  *
  * They are MPICH generalized requests (MPIX_Grequest_start), so every MPI completion call
  * works on them. Operations on same-node targets have completed when the request is made,
- * so the request is completed at once. An operation to an off-node target is only issued:
- * its request starts a flush of the target without waiting, and MPI_Test/MPI_Wait drive
+ * so the request is completed at once. So has an off-node one that completed at the origin
+ * when it was issued (a put whose data UCX or librma copied; not a get, nor a put UCX still
+ * reads from: rma_nm_need_local): a request completes locally, as MPI says. For the others
+ * the request starts a flush of the target without waiting, and MPI_Test/MPI_Wait drive
  * it (the poll and wait functions) until it is over, so that the transfer overlaps what
  * the caller does in between.
  */
@@ -127,7 +129,7 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *fu
     MPI_Request r;
     int rc;
 
-    if (trank != MPI_PROC_NULL && rma_nm_pending(&win->targets[trank].nm)) {
+    if (trank != MPI_PROC_NULL && rma_nm_local_due(&win->targets[trank].nm)) {
         rma_nm_tgt_t *nm = &win->targets[trank].nm;
         st = calloc(1, sizeof(*st));
         if (st == NULL)

@@ -223,14 +223,18 @@ static void ep_issued(rma_nm_tgt_t *t)
 }
 
 /* An operation to t whose completion a later flush waits for: the request is released
- * now. One that UCX could not hand to its transport at once is noted (ucx_push). */
-static int post_req(rma_nm_tgt_t *t, ucs_status_ptr_t req)
+ * now. One that UCX could not hand to its transport at once is noted (ucx_push), and in
+ * *busy when that is not NULL (UCX may still read its buffer). */
+static int post_req(rma_nm_tgt_t *t, ucs_status_ptr_t req, int *busy)
 {
     if (UCS_PTR_IS_ERR(req))
         return status_errno(UCS_PTR_STATUS(req));
     if (req != NULL) {
-        if (ucp_request_check_status(req) == UCS_INPROGRESS)
+        if (ucp_request_check_status(req) == UCS_INPROGRESS) {
             atomic_store_explicit(&t->ep_queued, 1, memory_order_relaxed);
+            if (busy != NULL)
+                *busy = 1;
+        }
         ucp_request_free(req);
     }
     return 0;
@@ -902,23 +906,25 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
                     const struct iovec *remote, int n, int write)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
-    int rc = rma_nm_gate(t);
+    int rc = rma_nm_gate(t), busy = !write; /* a get completes locally when its data landed */
+    int i;
 
     if (rc != 0)
         return rc;
-    for (int i = 0; i < n; i++) {
+    for (i = 0; i < n && rc == 0; i++) {
         uint64_t raddr = (uint64_t)(uintptr_t)remote[i].iov_base;
-        rc = post_req(
-            t, write ? ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p)
-                     : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p));
-        if (rc != 0) {
-            if (i > 0)
-                ep_issued(t);
-            return rc;
-        }
+        rc = post_req(t,
+                      write
+                          ? ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p)
+                          : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p),
+                      &busy);
     }
-    ep_issued(t);
-    return 0;
+    if (rc == 0 || i > 1) { /* some were issued */
+        ep_issued(t);
+        if (busy)
+            rma_nm_need_local(t);
+    }
+    return rc;
 }
 
 static int ucx_writev(rma_nm_tgt_t *t, void *key, const struct iovec *local,
@@ -970,7 +976,7 @@ static int ucx_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t 
         static __thread unsigned next;
         uint64_t *slot = &ring[next++ % 1024];
         memcpy(slot, &v, sizeof(v));
-        rc = post_req(t, ucp_atomic_op_nbx(t->ep, amo_ops[op], slot, 1, raddr, key, &p));
+        rc = post_req(t, ucp_atomic_op_nbx(t->ep, amo_ops[op], slot, 1, raddr, key, &p), NULL);
         if (rc == 0)
             ep_issued(t);
         return rc;
@@ -999,7 +1005,8 @@ static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintp
         p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         p.reply_buffer = reply;
     }
-    if ((rc = post_req(t, ucp_atomic_op_nbx(t->ep, amo_ops[op], value, 1, raddr, key, &p))) == 0)
+    if ((rc = post_req(t, ucp_atomic_op_nbx(t->ep, amo_ops[op], value, 1, raddr, key, &p), NULL)) ==
+        0)
         ep_issued(t);
     return rc;
 }
