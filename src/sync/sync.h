@@ -44,12 +44,18 @@ int rma_flush_error(rma_win_t *win, int rank, const char *func);
 /* Out of line: completes at the target what was issued to off-node targets. */
 int rma_flush_net(rma_win_t *win, int rank, const char *func);
 
-/* MPI_Win_flush(_local): all operations to `rank` are complete (locally and at the target)
- * once the preceding stores are globally ordered. */
+/* 1 when `rank` is not a target of an open passive epoch (rma_flush_error says why). */
+static inline int rma_flush_refused(const rma_win_t *win, int rank)
+{
+    return (unsigned)rank >= (unsigned)win->nranks ||
+           !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type);
+}
+
+/* MPI_Win_flush: all operations to `rank` are complete (locally and at the target) once the
+ * preceding stores are globally ordered. */
 static inline int rma_flush(rma_win_t *win, int rank, const char *func)
 {
-    if (rma_unlikely((unsigned)rank >= (unsigned)win->nranks ||
-                     !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type)))
+    if (rma_unlikely(rma_flush_refused(win, rank)))
         return rma_flush_error(win, rank, func);
     atomic_thread_fence(memory_order_seq_cst);
     if (rma_unlikely(rma_nm_flush_due(&win->targets[rank].nm)))
@@ -62,8 +68,7 @@ static inline int rma_flush(rma_win_t *win, int rank, const char *func)
  * a marked one (rma_nm_need_local) needs the flush. */
 static inline int rma_flush_local(rma_win_t *win, int rank, const char *func)
 {
-    if (rma_unlikely((unsigned)rank >= (unsigned)win->nranks ||
-                     !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type)))
+    if (rma_unlikely(rma_flush_refused(win, rank)))
         return rma_flush_error(win, rank, func);
     atomic_thread_fence(memory_order_seq_cst);
     if (rma_unlikely(rma_nm_local_due(&win->targets[rank].nm)))
