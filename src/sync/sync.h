@@ -44,61 +44,56 @@ int rma_flush_error(rma_win_t *win, int rank, const char *func);
 /* Out of line: completes at the target what was issued to off-node targets. */
 int rma_flush_net(rma_win_t *win, int rank, const char *func);
 
-/* 1 when `rank` is not a target of an open passive epoch (rma_flush_error says why). */
-static inline int rma_flush_refused(const rma_win_t *win, int rank)
+/* MPI_Win_flush (local 0): all operations to `rank` are complete, locally and at the target,
+ * once the preceding stores are globally ordered. MPI_Win_flush_local (local 1): they are
+ * complete at the origin (buffers may be reused, gets have landed); same node that is every
+ * operation once issued, off node only a marked one (rma_nm_need_local) needs the flush. */
+static inline int rma_flush_one(rma_win_t *win, int rank, const char *func, int local)
 {
-    return (unsigned)rank >= (unsigned)win->nranks ||
-           !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type);
+    rma_nm_tgt_t *nm;
+
+    if (rma_unlikely((unsigned)rank >= (unsigned)win->nranks ||
+                     !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type)))
+        return rma_flush_error(win, rank, func);
+    atomic_thread_fence(memory_order_seq_cst);
+    nm = &win->targets[rank].nm;
+    if (rma_unlikely(local ? rma_nm_local_due(nm) : rma_nm_flush_due(nm)))
+        return rma_flush_net(win, rank, func);
+    return MPI_SUCCESS;
 }
 
-/* MPI_Win_flush: all operations to `rank` are complete (locally and at the target) once the
- * preceding stores are globally ordered. */
 static inline int rma_flush(rma_win_t *win, int rank, const char *func)
 {
-    if (rma_unlikely(rma_flush_refused(win, rank)))
-        return rma_flush_error(win, rank, func);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (rma_unlikely(rma_nm_flush_due(&win->targets[rank].nm)))
-        return rma_flush_net(win, rank, func);
-    return MPI_SUCCESS;
+    return rma_flush_one(win, rank, func, 0);
 }
 
-/* MPI_Win_flush_local: all operations to `rank` are complete at the origin (buffers may be
- * reused, gets have landed). Same node that is every operation once issued; off node, only
- * a marked one (rma_nm_need_local) needs the flush. */
 static inline int rma_flush_local(rma_win_t *win, int rank, const char *func)
 {
-    if (rma_unlikely(rma_flush_refused(win, rank)))
-        return rma_flush_error(win, rank, func);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (rma_unlikely(rma_nm_local_due(&win->targets[rank].nm)))
-        return rma_flush_net(win, rank, func);
-    return MPI_SUCCESS;
+    return rma_flush_one(win, rank, func, 1);
 }
 
 /* Out of line: MPI_Win_flush_local_all once something went off node. */
 int rma_flush_local_net_all(rma_win_t *win, const char *func);
 
-/* MPI_Win_flush_local_all. */
-static inline int rma_flush_local_all(rma_win_t *win, const char *func)
+/* MPI_Win_flush_all (local 0) / flush_local_all (1), as rma_flush_one for every target. */
+static inline int rma_flush_every(rma_win_t *win, const char *func, int local)
 {
     if (rma_unlikely(win->epoch != RMA_EPOCH_LOCK_ALL && win->epoch != RMA_EPOCH_LOCK))
         return rma_flush_error(win, RMA_FLUSH_ALL, func);
     atomic_thread_fence(memory_order_seq_cst);
     if (rma_unlikely(atomic_load_explicit(&win->net_dirty, memory_order_acquire)))
-        return rma_flush_local_net_all(win, func);
+        return local ? rma_flush_local_net_all(win, func) : rma_flush_net(win, RMA_FLUSH_ALL, func);
     return MPI_SUCCESS;
 }
 
-/* MPI_Win_flush_all. */
 static inline int rma_flush_all(rma_win_t *win, const char *func)
 {
-    if (rma_unlikely(win->epoch != RMA_EPOCH_LOCK_ALL && win->epoch != RMA_EPOCH_LOCK))
-        return rma_flush_error(win, RMA_FLUSH_ALL, func);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (rma_unlikely(atomic_load_explicit(&win->net_dirty, memory_order_acquire)))
-        return rma_flush_net(win, RMA_FLUSH_ALL, func);
-    return MPI_SUCCESS;
+    return rma_flush_every(win, func, 0);
+}
+
+static inline int rma_flush_local_all(rma_win_t *win, const char *func)
+{
+    return rma_flush_every(win, func, 1);
 }
 
 /* MPI_Win_sync: public and private copies agree (one copy in the unified model). */

@@ -143,24 +143,33 @@ void rma_ucx_quiesce(void)
     pthread_mutex_unlock(&ux.tw_mtx);
 }
 
-int rma_ucx_barrier(MPI_Comm comm)
+/* Waits for an MPI collective's request (rc: the call that started it) while serving peers'
+ * operations, when UCX runs, and watching for dead peers; spins then yields, never sleeps:
+ * a collective's latency is not to suffer. The MPI error code. */
+static int serve_until(int rc, MPI_Request *req)
 {
-    MPI_Request req;
-    int done = 0, spins = 0, rc = PMPI_Ibarrier(comm, &req);
+    int done = 0, spins = 0;
     unsigned turns = 0;
 
-    while (rc == MPI_SUCCESS && (rc = PMPI_Test(&req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS &&
+    while (rc == MPI_SUCCESS && (rc = PMPI_Test(req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS &&
            !done) {
         if ((++turns & 15) == 0)
             rma_peer_poll(); /* peers' watch endpoints: answered, and checked */
-        if (tw_progress())
+        if (ux.started && tw_progress())
             spins = 0;
         else if (spins++ < rma_env.spin_count)
             rma_cpu_relax();
         else
-            sched_yield(); /* never sleeps: a barrier's latency is not to suffer */
+            sched_yield();
     }
     return rc;
+}
+
+int rma_ucx_barrier(MPI_Comm comm)
+{
+    MPI_Request req;
+
+    return serve_until(PMPI_Ibarrier(comm, &req), &req);
 }
 
 void rma_ucx_wait_zero(_Atomic int *count)
@@ -1195,28 +1204,26 @@ static void finish_wireup(void)
     ucp_request_param_t p = {.op_attr_mask = 0};
     ucs_status_ptr_t *reqs = calloc(2 * (size_t)ux.npeers, sizeof(*reqs));
 
+    /* k = 2w: w's endpoint; 2w + 1: its watch endpoint (the watch worker, under ww_mtx) */
     for (int k = 0; k < 2 * ux.npeers; k++) {
-        ucp_ep_h ep = k < ux.npeers ? ux.peers[k].ep : ux.peers[k - ux.npeers].watch;
-        if (ep != NULL) {
-            ucs_status_ptr_t r = k < ux.npeers ? ucp_ep_flush_nbx(ep, &p) : ww_ep_op(ep, 0);
-            if (reqs != NULL)
-                reqs[k] = r;
-            else if (k < ux.npeers)
-                wait_req(r);
-            else
-                wait_req_in(r, &ux.ww_mtx);
-        }
+        ucp_ep_h ep = k % 2 ? ux.peers[k / 2].watch : ux.peers[k / 2].ep;
+        ucs_status_ptr_t r;
+        if (ep == NULL)
+            continue;
+        r = k % 2 ? ww_ep_op(ep, 0) : ucp_ep_flush_nbx(ep, &p);
+        if (reqs != NULL)
+            reqs[k] = r;
+        else
+            wait_req_in(r, k % 2 ? &ux.ww_mtx : NULL);
     }
     for (int k = 0; reqs != NULL && k < 2 * ux.npeers; k++)
-        if (k < ux.npeers)
-            wait_req(reqs[k]);
-        else
-            wait_req_in(reqs[k], &ux.ww_mtx);
+        wait_req_in(reqs[k], k % 2 ? &ux.ww_mtx : NULL);
     free(reqs);
 }
 
 void rma_ucx_finalize(void)
 {
+    MPI_Request req;
     int any = 0, mine = ux.started;
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
@@ -1225,16 +1232,8 @@ void rma_ucx_finalize(void)
      * connections still being set up are finished, then endpoints close at once (a
      * flushing close would wait on peers that may be tearing down already); the barrier
      * keeps every target worker alive until all have closed theirs */
-    {
-        /* a peer that died before it got here must not leave us waiting for it */
-        MPI_Request req;
-        int done = 0;
-        rma_backoff_t bo = RMA_BACKOFF_INIT;
-        PMPI_Iallreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
-        while (PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
-            if (!rma_ucx_serve())
-                rma_backoff(&bo); /* polls the watch once it sleeps */
-    }
+    /* a peer that died before it got here must not leave us waiting for it */
+    serve_until(PMPI_Iallreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req), &req);
     rma_peer_fail_ignore(); /* every rank is here: an endpoint that fails now was closed */
     if (!any)
         return;
