@@ -7,7 +7,7 @@
 
 #include "mpid/rma/agent.h"
 #include "mpid/rma/env.h"
-#include "netmod/ucx/nm_ucx.h"
+#include "netmod/netmod.h"
 #include "rma_ext.h"
 #include "windows/segment.h"
 
@@ -21,7 +21,7 @@ int main(int argc, char **argv)
     printf("librma %s\n", RMAX_Version());
     printf("MPI library: %.*s\n", (int)(len > 0 && lib[len - 1] == '\n' ? len - 1 : len), lib);
     printf("transports: shm (direct load/store, cross-memory attach), ucx (%s)\n",
-           rma_ucx_built() ? "off-node peers, or every peer with RMA_NETMOD_ONLY=1"
+           rma_net != NULL ? "off-node peers, or every peer with RMA_NETMOD_ONLY=1"
                            : "not built: off-node windows are refused");
     printf("shared segments (memfd + pidfd_getfd): %s\n",
            rma_seg_sharing_works() ? "yes" : "NO (windows use cross-memory attach)");
@@ -32,15 +32,15 @@ int main(int argc, char **argv)
         rma_agent_placement(where, sizeof(where), 0);
         printf("\nprogress agent of this process: %s\n", where);
     }
-    if (rma_ucx_built()) {
+    if (rma_net != NULL) {
         const char *why = "";
         printf("\nUCX as librma starts it (the transports and devices an endpoint to a "
                "process on this machine selects):\n");
         fflush(stdout);
-        if (rma_ucx_start(&why) != 0)
+        if (rma_net->start(&why) != 0)
             printf("ucx: cannot start: %s\n", why);
         else
-            rma_ucx_print(stdout);
+            rma_net->print(stdout);
     }
     MPI_Finalize();
     return 0;

@@ -4,14 +4,14 @@
  * A rank waiting in a barrier is where MPICH's own RMA makes its passive-target progress.
  * librma's progress agent does that job without any MPI call; but on a node whose cores all
  * run ranks that spin (MPICH's barrier spins), the agent may wait milliseconds for a core
- * while the origins wait for it. So once UCX runs, a barrier is rma_ucx_barrier: it drives
+ * while the origins wait for it. So once the off-node transport runs, a barrier is its barrier: it drives
  * the target worker itself whenever the agent is not driving it right now. Without off-node
  * peers it is PMPI_Barrier.
  */
 #include "binding/binding.h"
-#include "netmod/ucx/nm_ucx.h"
+#include "netmod/netmod.h"
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    return rma_ucx_started() ? rma_ucx_barrier(comm) : PMPI_Barrier(comm);
+    return rma_net_started() ? rma_net->barrier(comm) : PMPI_Barrier(comm);
 }

@@ -16,7 +16,7 @@
 #include "mpid/rma/env.h"
 #include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
-#include "netmod/ucx/nm_ucx.h"
+#include "netmod/netmod.h"
 #include "rma_ext.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"
@@ -60,7 +60,8 @@ int MPI_Finalize(void)
 
     if (live > 0 && rma_env.verbose)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
-    rma_ucx_finalize(); /* collective when any process started UCX */
+    if (rma_net != NULL)
+        rma_net->finalize(); /* collective when any process started it */
     rma_agent_stop();
     rma_dtl_finalize();
     rma_seg_finalize();

@@ -7,15 +7,20 @@
  *   ucx  another node (or every peer with RMA_NETMOD_ONLY=1): UCX RDMA, network atomics
  *        and active messages (netmod/ucx)
  *
- * Calls are keyed by (window, target): rma_nm_tgt_t is what one window knows about reaching
- * one target, including the remote keys exchanged when the window was created.
+ * Two tables. rma_netmod_ops_t is the data path, keyed by (window, target): rma_nm_tgt_t is
+ * what one window knows about reaching one target, including the remote keys exchanged when
+ * the window was created. rma_netmod_t is the process-wide side of the transport to other
+ * nodes (rma_net): start, connection, exposing memory, progress, active-message handlers,
+ * teardown. The core names no transport but through these two.
  */
 #ifndef RMA_NETMOD_H
 #define RMA_NETMOD_H
 
+#include <mpi.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/uio.h>
 
 struct rma_netmod_ops;
@@ -53,7 +58,7 @@ typedef struct rma_nm_tgt {
     void *ctl_key;                    /* remote key of that segment */
     void *data_key;                   /* remote key of the target's window memory */
     int data_mapped;                  /* ucx: UCX reaches that memory by a shared mapping
-                                         (rma_ucx_key_mapped): transfers never ask the
+                                         (ops key_mapped): transfers never ask the
                                          target's agent for help */
     int dev_amo;                      /* ucx: the endpoint has a network device's atomics,
                                          which complete without the target's CPU */
@@ -165,6 +170,57 @@ enum {
     RMA_NM_AMO_XOR
 };
 
+/* Memory this process exposes to off-node peers (rma_netmod_t.expose): the transport's
+ * registration, and the key blob that window creation and attach send to the peers, which
+ * open it with rma_netmod_ops_t.key_open. */
+typedef struct rma_nm_mem {
+    void *handle; /* ucx: ucp_mem_h */
+    void *blob;   /* packed remote key */
+    size_t blob_len;
+    void *addr; /* expose_alloc: the allocation (kept for reuse when small) */
+    size_t len;
+} rma_nm_mem_t;
+
+/* Active messages: a request goes to a target (rma_netmod_ops_t.am_send) with a reply
+ * endpoint; its handler, registered for its id (rma_netmod_t.am_handler), runs on the
+ * target's agent and may answer (am_reply); the answer's handler runs inside the origin's
+ * progress, on the thread that drives it. */
+enum {
+    RMA_NM_AM_DYN_REQ = 1, /* region tables of dynamic windows (windows/win_dynamic.c) */
+    RMA_NM_AM_DYN_REPLY,
+    RMA_NM_AM_HX_REQ, /* host-assisted transfers (mpid/rma/hx.c) */
+    RMA_NM_AM_HX_REPLY,
+    RMA_NM_AM_MAX
+};
+
+/* How a message's data travels (am_send, am_reply). */
+enum {
+    RMA_NM_AM_COPY, /* eagerly: the buffers are free when the call returns */
+    RMA_NM_AM_RNDV, /* by reference (rendezvous): the receiver fetches the data straight into
+                       the buffer it chooses (on shared memory one cross-memory copy, on a
+                       NIC one RDMA read); the sender does not wait, so the data must stay as
+                       it is until the receiver has answered */
+    RMA_NM_AM_OWN   /* am_reply only: hdr is a malloc'd buffer of hlen bytes of header then
+                       len of data, freed once sent */
+};
+
+/* The largest header librma puts in an active message (a host-assisted request's header
+ * and one record). The transport refuses to start when its limit is smaller (ucx: the
+ * workers' max_am_header) and a send with a longer header fails with -EMSGSIZE. The data
+ * after the header has no such limit. */
+#define RMA_NM_AM_HDR_MAX 128
+
+typedef void (*rma_nm_am_cb_t)(const void *hdr, size_t hlen, const void *data, size_t len,
+                               void *reply_ep);
+/* A message sent with RMA_NM_AM_RNDV: the handler gets a descriptor rv instead of the data
+ * and receives it with am_recv before it returns; data it does not receive is dropped. */
+typedef struct rma_nm_rndv rma_nm_rndv_t;
+typedef void (*rma_nm_am_rndv_cb_t)(const void *hdr, size_t hlen, rma_nm_rndv_t *rv, size_t len,
+                                    void *reply_ep);
+
+/* The data path to one target. Entries a transport has no use for are NULL: shm reaches
+ * only same-node targets, whose control words the core maps, so it is never asked for
+ * atomics, keys or messages. */
 typedef struct rma_netmod_ops {
     const char *name;
     /* Copies local iovecs to (writev) or from (readv) target addresses, one entry against
@@ -211,11 +267,101 @@ typedef struct rma_netmod_ops {
      * then). A refusal of a host-assisted put is left for the next flush to report. */
     int (*flush_start)(rma_nm_tgt_t *t, void **req);
     int (*flush_test)(rma_nm_tgt_t *t, void **req);
+    /* Releases what flush_start returned in req, over or not (a request abandoned when its
+     * window is freed); NULL is fine. */
+    void (*flush_release)(void *req);
+    /* Sends an active-message request with id to the target (how: RMA_NM_AM_COPY or
+     * RMA_NM_AM_RNDV). 0 or -errno. */
+    int (*am_send)(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen, const void *data,
+                   size_t len, int how);
+    /* Opens a key blob the target exposed (rma_nm_mem_t) for use towards it, once per
+     * (window, target); NULL on failure. key_close releases it. */
+    void *(*key_open)(rma_nm_tgt_t *t, const void *blob);
+    void (*key_close)(void *key);
+    /* 1 when the transport reaches the key's memory at raddr through a shared mapping (ucx's
+     * shared-memory transports between processes of one machine): a put, get or atomic on
+     * it is a copy or CPU atomic the origin performs, with no work for the owner's CPU. */
+    int (*key_mapped)(void *key, uint64_t raddr);
 } rma_netmod_ops_t;
 
 extern const rma_netmod_ops_t rma_nm_shm_ops;
-#ifdef HAVE_UCX
-extern const rma_netmod_ops_t rma_nm_ucx_ops;
-#endif
+
+/* The process-wide side of the transport to other nodes. */
+typedef struct rma_netmod {
+    const char *name;
+    /* Starts the transport once (context, workers, the progress agent); a single-node job
+     * never calls it. 0, or -1 with the reason in *why. started: 1 once it succeeded. */
+    int (*start)(const char **why);
+    int (*started)(void);
+    /* Collective over comm (whose ranks have MPI_COMM_WORLD ranks world[]): makes sure every
+     * rank can reach the others. need: some rank lacks an endpoint to some peer, agreed by
+     * all (the addresses then travel once). MPI_SUCCESS or an error class. */
+    int (*connect)(MPI_Comm comm, const int *world, int n, int need);
+    /* 1 when this process has an endpoint to world rank w. */
+    int (*has_ep)(int w);
+    /* Fills t (ops, endpoint, what the endpoint's lanes can do) for world rank w. 0 or
+     * -errno. */
+    int (*tgt_init)(rma_nm_tgt_t *t, int w);
+    /* Exposes [base, base+len), filling mem with its registration and key blob. 0 or
+     * -errno. */
+    int (*expose)(void *base, size_t len, rma_nm_mem_t *mem);
+    /* Allocates len bytes that the transport exposes and reaches without this process's CPU
+     * where it can (ucx: System V shared memory between processes of one machine,
+     * registered pages on a NIC); *base gets fresh (zero) pages. 0 or -errno. */
+    int (*expose_alloc)(size_t len, void **base, rma_nm_mem_t *mem);
+    /* Undoes expose or expose_alloc. */
+    void (*unexpose)(rma_nm_mem_t *mem);
+    /* Registers the handlers of active messages with id: cb for those whose data came with
+     * them, rndv for those sent with RMA_NM_AM_RNDV (either may be NULL). */
+    void (*am_handler)(unsigned id, rma_nm_am_cb_t cb, rma_nm_am_rndv_cb_t rndv);
+    /* From a request handler: answers on reply_ep (how: any RMA_NM_AM_*). Never waits. 0 or
+     * -errno. */
+    int (*am_reply)(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
+                    size_t len, int how);
+    /* Receives rv's len bytes into buf; done(arg, 0 or -errno) runs once they have landed
+     * (maybe before this returns). 0, or -errno and done is not called. */
+    int (*am_recv)(rma_nm_rndv_t *rv, void *buf, size_t len, void (*done)(void *arg, int rc),
+                   void *arg);
+    /* Drives this process's operations and, unless the agent is doing so, its peers' on this
+     * process: every librma wait serves the peers. Handlers run inside it, so no caller may
+     * hold a lock a handler takes (a window's dyn_mtx). 1 when something happened. */
+    int (*progress)(void);
+    /* Serves peers' operations on this process once unless the agent is doing so right now:
+     * for a rank that waits for other ranks anyway (on a machine whose cores all run
+     * spinning ranks the agent may not get a core for a while). 1 when something happened;
+     * 0 at once when not started. */
+    int (*serve)(void);
+    /* Drives progress (backing off) until *count is 0: the answers an active message
+     * handler counts down have arrived. */
+    void (*wait_zero)(_Atomic int *count);
+    /* Returns once no request handler is running: after a window left the handle table, no
+     * handler still uses it, so it may be freed. Not from inside a handler. */
+    void (*quiesce)(void);
+    /* MPI_Barrier on comm that serves peers' operations while it waits, spinning then
+     * yielding, never sleeping. Started only. The MPI error code. */
+    int (*barrier)(MPI_Comm comm);
+    /* fn is called whenever the peers' operations have been served, to serve requests a
+     * handler left for later; it returns how many are left (the agent does not sleep while
+     * some are). */
+    void (*set_idle)(int (*fn)(void));
+    /* fn is called by a flush of t whose agg is set, before anything else: it sends what is
+     * held back there. 0 or -errno. */
+    void (*set_drain)(int (*fn)(rma_nm_tgt_t *t));
+    /* Prints what the transport chose: devices, lanes, limits (rma_info). */
+    void (*print)(FILE *out);
+    /* MPI_Finalize: closes endpoints (collective over MPI_COMM_WORLD when any process started
+     * the transport), workers and the context. */
+    void (*finalize)(void);
+} rma_netmod_t;
+
+/* The transport to other nodes: UCX, or NULL in a build without it (configure
+ * --without-ucx), which refuses windows with off-node peers. netmod.c. */
+extern const rma_netmod_t *const rma_net;
+
+/* The transport to other nodes runs in this process. */
+static inline int rma_net_started(void)
+{
+    return rma_net != NULL && rma_net->started();
+}
 
 #endif

@@ -10,10 +10,6 @@
 #include "sync/ctl.h"
 #include "windows/win_error.h"
 
-#ifdef HAVE_UCX
-#include "netmod/ucx/nm_ucx.h"
-#endif
-
 int rma_ctl_net_amo(rma_win_t *win, int t, size_t off, int op, unsigned size, uint64_t value,
                     uint64_t compare, uint64_t *fetched)
 {
@@ -156,10 +152,6 @@ int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc)
 
 void rma_ctl_progress(rma_win_t *win)
 {
-#ifdef HAVE_UCX
     if (win->net)
-        rma_ucx_progress();
-#else
-    (void)win;
-#endif
+        rma_net->progress();
 }

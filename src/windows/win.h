@@ -238,7 +238,7 @@ typedef struct rma_win {
     int *world;      /* MPI_COMM_WORLD rank of each window rank */
     int *reps;       /* one rank of each other node (fence arrivals go there) */
     int nreps;
-    void *net_ctl;             /* UCX registration of the control segment (rma_ucx_mem_t) */
+    void *net_ctl;             /* exposure of the control segment (rma_nm_mem_t) */
     void *net_data;            /* ... and of the window memory when it is not in it */
     struct rma_memreg *expose; /* create flavor: registered region holding base, or NULL */
     rma_dyn_region_t *dyn_tab; /* dynamic flavor: this rank's region table (a segment) */

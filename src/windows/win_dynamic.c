@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
-#include "netmod/ucx/nm_ucx.h"
+#include "netmod/netmod.h"
 #include "sync/ctl.h"
 #include "sync/wait.h"
 #include "windows/memreg.h"
@@ -77,9 +77,9 @@ typedef struct dyn_wait {
 
 static void *dyn_net_map(void *base, size_t len)
 {
-    rma_ucx_mem_t *m = calloc(1, sizeof(*m));
+    rma_nm_mem_t *m = calloc(1, sizeof(*m));
 
-    if (m != NULL && rma_ucx_mem_map(base, len, m) != 0) {
+    if (m != NULL && rma_net->expose(base, len, m) != 0) {
         free(m);
         m = NULL;
     }
@@ -89,16 +89,16 @@ static void *dyn_net_map(void *base, size_t len)
 static void dyn_net_release(void *p)
 {
     if (p != NULL)
-        rma_ucx_mem_unmap(p);
+        rma_net->unexpose(p);
     free(p);
 }
 
-static void dcache_free(rma_dyn_cache_t *c)
+static void dcache_free(rma_nm_tgt_t *nm, rma_dyn_cache_t *c)
 {
     if (c == NULL)
         return;
     for (int i = 0; i < c->n; i++)
-        rma_ucx_key_close(c->r[i].key);
+        nm->ops->key_close(c->r[i].key);
     free(c->r);
     free(c);
 }
@@ -118,7 +118,7 @@ static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len
     win = rma_win_lookup((MPI_Win)q->win);
     if (win == NULL || win->flavor != MPI_WIN_FLAVOR_DYNAMIC || !win->net) {
         h.err = 1;
-        rma_ucx_am_reply(reply_ep, RMA_UCX_AM_DYN_REPLY, &h, sizeof(h), NULL, 0);
+        rma_net->am_reply(reply_ep, RMA_NM_AM_DYN_REPLY, &h, sizeof(h), NULL, 0, RMA_NM_AM_COPY);
         return;
     }
     pthread_mutex_lock(&win->dyn_mtx); /* attach and detach change the table under it */
@@ -126,7 +126,7 @@ static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len
     h.n = win->dyn_n;
     blen = (size_t)h.n * sizeof(dyn_wire_t);
     for (uint32_t i = 0; i < h.n; i++)
-        blen += ((rma_ucx_mem_t *)win->dyn_net[i])->blob_len;
+        blen += ((rma_nm_mem_t *)win->dyn_net[i])->blob_len;
     buf = malloc(blen + 1);
     if (buf == NULL) {
         h.err = 1;
@@ -134,7 +134,7 @@ static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len
     }
     off = (size_t)h.n * sizeof(dyn_wire_t);
     for (uint32_t i = 0; buf != NULL && i < h.n; i++) {
-        rma_ucx_mem_t *m = win->dyn_net[i];
+        rma_nm_mem_t *m = win->dyn_net[i];
         dyn_wire_t w = {win->dyn_tab[i].base, win->dyn_tab[i].len, m->blob_len,
                         (uint64_t)win->dyn_tab[i].atomic};
         memcpy(buf + i * sizeof(w), &w, sizeof(w));
@@ -142,11 +142,12 @@ static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len
         off += m->blob_len;
     }
     pthread_mutex_unlock(&win->dyn_mtx);
-    rma_ucx_am_reply(reply_ep, RMA_UCX_AM_DYN_REPLY, &h, sizeof(h), buf, buf ? blen : 0);
+    rma_net->am_reply(reply_ep, RMA_NM_AM_DYN_REPLY, &h, sizeof(h), buf, buf ? blen : 0,
+                      RMA_NM_AM_COPY);
     free(buf);
 }
 
-/* Origin: the answer arrives (inside rma_ucx_progress on this thread). */
+/* Origin: the answer arrives (inside rma_net->progress on this thread). */
 static void dyn_answer(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
 {
     const dyn_reply_t *h = hdr;
@@ -166,8 +167,8 @@ static void dyn_answer(const void *hdr, size_t hlen, const void *data, size_t le
 
 void rma_win_dyn_net_init(void)
 {
-    rma_ucx_am_register(RMA_UCX_AM_DYN_REQ, dyn_serve);
-    rma_ucx_am_register(RMA_UCX_AM_DYN_REPLY, dyn_answer);
+    rma_net->am_handler(RMA_NM_AM_DYN_REQ, dyn_serve, NULL);
+    rma_net->am_handler(RMA_NM_AM_DYN_REPLY, dyn_answer, NULL);
 }
 
 /* Fetches target t's regions and keys into its cache. 0 or -errno. */
@@ -181,10 +182,10 @@ static int dcache_fetch(rma_win_t *win, int t)
     size_t off;
     int rc;
 
-    rc = rma_ucx_am_request(&tg->nm, RMA_UCX_AM_DYN_REQ, &q, sizeof(q), NULL, 0);
+    rc = tg->nm.ops->am_send(&tg->nm, RMA_NM_AM_DYN_REQ, &q, sizeof(q), NULL, 0, RMA_NM_AM_COPY);
     if (rc != 0)
         return rc;
-    rma_ucx_wait_zero(&w.left);
+    rma_net->wait_zero(&w.left);
     if (w.buf == NULL)
         return -12; /* -ENOMEM */
     h = (const dyn_reply_t *)w.buf;
@@ -203,12 +204,12 @@ static int dcache_fetch(rma_win_t *win, int t)
         c->r[i].base = e.base;
         c->r[i].len = e.len;
         c->r[i].atomic = (int)e.atomic;
-        c->r[i].key = rma_ucx_key_open(&tg->nm, w.buf + off);
+        c->r[i].key = tg->nm.ops->key_open(&tg->nm, w.buf + off);
         off += e.key_len;
         c->n++;
     }
     free(w.buf);
-    dcache_free(tg->dcache);
+    dcache_free(&tg->nm, tg->dcache);
     tg->dcache = c;
     return 0;
 }
@@ -326,7 +327,7 @@ void rma_win_dyn_destroy(rma_win_t *win)
     for (uint32_t i = 0; i < win->dyn_n && win->dyn_net != NULL; i++)
         dyn_net_release(win->dyn_net[i]);
     for (int t = 0; win->targets != NULL && t < win->nranks; t++)
-        dcache_free(win->targets[t].dcache);
+        dcache_free(&win->targets[t].nm, win->targets[t].dcache);
     free(win->dyn_net);
     if (win->dyn_tab != NULL)
         rma_seg_detach(win->dyn_tab, (size_t)win->dyn_cap * sizeof(rma_dyn_region_t));

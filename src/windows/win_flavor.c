@@ -20,7 +20,7 @@
 
 #include "mpid/rma/env.h"
 #include "mpid/rma/hx.h"
-#include "netmod/ucx/nm_ucx.h"
+#include "netmod/netmod.h"
 #include "sync/ctl.h"
 #include "sync/sync.h"
 #include "windows/memreg.h"
@@ -128,7 +128,9 @@ static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
 
     if (!win->net)
         return;
-    if (rma_ucx_start(&why) != 0) {
+    if (rma_net == NULL)
+        why = "this librma was built without UCX (install libucx-dev and rebuild)";
+    if (why != NULL || rma_net->start(&why) != 0) {
         me->net_err = 1;
         rma_err(NULL, func, MPI_ERR_OTHER,
                 "the window has ranks on other nodes, which librma reaches through UCX, but %s",
@@ -138,7 +140,7 @@ static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
     rma_win_dyn_net_init();
     rma_hx_net_init();
     for (int t = 0; t < win->nranks; t++)
-        if (!win->targets[t].local && !rma_ucx_has_ep(win->world[t]))
+        if (!win->targets[t].local && !rma_net->has_ep(win->world[t]))
             me->need_ep = 1;
 }
 
@@ -246,14 +248,14 @@ static void pool_put(const ctl_ent_t *e)
  * puts, gets, atomics, lock words and notifications need no agent. */
 static int win_seg_from_ucx(rma_win_t *win, size_t len, void **addr)
 {
-    rma_ucx_mem_t *m;
+    rma_nm_mem_t *m;
 
-    if (!win->net || !rma_env.ucx_alloc || !rma_ucx_started())
+    if (!win->net || !rma_env.ucx_alloc || !rma_net_started())
         return 0;
     for (int t = 0; t < win->nranks; t++)
         if (t != win->rank && win->targets[t].local)
             return 0;
-    if ((m = calloc(1, sizeof(*m))) == NULL || rma_ucx_mem_alloc(len, addr, m) != 0) {
+    if ((m = calloc(1, sizeof(*m))) == NULL || rma_net->expose_alloc(len, addr, m) != 0) {
         free(m);
         return 0; /* librma's own segment will do */
     }
@@ -355,20 +357,21 @@ static void win_net_release(rma_win_t *win)
         rma_hx_agg_free(nm); /* an epoch left open: its puts are not sent now */
         if (nm->ops != NULL)
             nm->ops->flush(nm);
-        if (nm->data_key != nm->ctl_key)
-            rma_ucx_key_close(nm->data_key);
-        rma_ucx_key_close(nm->ctl_key);
+        if (nm->ops != NULL && nm->data_key != nm->ctl_key)
+            nm->ops->key_close(nm->data_key);
+        if (nm->ops != NULL)
+            nm->ops->key_close(nm->ctl_key);
         nm->data_key = nm->ctl_key = NULL;
         nm->data_mapped = 0;
     }
     if (win->net_data != NULL)
-        rma_ucx_mem_unmap(win->net_data);
+        rma_net->unexpose(win->net_data);
     free(win->net_data);
     win->net_data = NULL;
     if (win->seg_ucx)
         return; /* the segment itself: freed by win_destroy after its last use */
     if (win->net_ctl != NULL)
-        rma_ucx_mem_unmap(win->net_ctl);
+        rma_net->unexpose(win->net_ctl);
     free(win->net_ctl);
     win->net_ctl = NULL;
 }
@@ -383,13 +386,13 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
     net_info_t me = {0}, *in;
     int need = 0, rc, *lens = NULL, *displs = NULL, total = 0, bad = -1;
     char *mine = NULL, *every = NULL;
-    rma_ucx_mem_t *cm = NULL, *dm = NULL;
+    rma_nm_mem_t *cm = NULL, *dm = NULL;
 
     if (!win->net)
         return MPI_SUCCESS;
     for (int t = 0; t < win->nranks; t++)
         need |= all[t].need_ep;
-    rc = rma_ucx_connect(comm, win->world, win->nranks, need);
+    rc = rma_net->connect(comm, win->world, win->nranks, need);
     me.ctl_raddr = (uintptr_t)win->seg;
     me.data_raddr = (uintptr_t)win->base;
     if (win->net_ctl == NULL) /* else: the segment is UCX's allocation, already mapped */
@@ -398,8 +401,8 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
     if (data != NULL && len > 0)
         win->net_data = dm = calloc(1, sizeof(*dm));
     if (rc != MPI_SUCCESS || cm == NULL || (data != NULL && len > 0 && dm == NULL) ||
-        (!win->seg_ucx && rma_ucx_mem_map(win->seg, win->seg_len, cm) != 0) ||
-        (dm != NULL && rma_ucx_mem_map(data, len, dm) != 0))
+        (!win->seg_ucx && rma_net->expose(win->seg, win->seg_len, cm) != 0) ||
+        (dm != NULL && rma_net->expose(data, len, dm) != 0))
         me.err = 1;
     if (!me.err) {
         me.ctl_len = (uint32_t)cm->blob_len;
@@ -450,25 +453,27 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
         }
         if (tg->local)
             continue;
-        if (rma_ucx_tgt_init(&tg->nm, win->world[t]) != 0) {
+        if (rma_net->tgt_init(&tg->nm, win->world[t]) != 0) {
             rc = rma_err(NULL, func, MPI_ERR_OTHER, "no UCX endpoint to rank %d", t);
             break;
         }
         tg->nm.ctl_raddr = (uintptr_t)in->ctl_raddr;
-        tg->nm.ctl_key = rma_ucx_key_open(&tg->nm, (char *)(in + 1));
-        tg->nm.data_key = in->data_len ? rma_ucx_key_open(&tg->nm, (char *)(in + 1) + in->ctl_len)
-                                       : tg->nm.ctl_key;
+        tg->nm.ctl_key = tg->nm.ops->key_open(&tg->nm, (char *)(in + 1));
+        tg->nm.data_key = in->data_len
+                              ? tg->nm.ops->key_open(&tg->nm, (char *)(in + 1) + in->ctl_len)
+                              : tg->nm.ctl_key;
         if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE) {
             tg->remote_base = (uintptr_t)in->data_raddr;
-            tg->nm.data_mapped = rma_ucx_key_mapped(tg->nm.data_key, in->ctl_raddr);
+            tg->nm.data_mapped = tg->nm.ops->key_mapped(tg->nm.data_key, in->ctl_raddr);
         }
         if (rma_env.verbose >= 2)
             fprintf(stderr,
                     "librma: %s window 0x%x: rank %d reaches rank %d through UCX: control "
                     "words %s, window memory %s%s\n",
                     func, (unsigned)win->handle, win->rank, t,
-                    rma_ucx_key_mapped(tg->nm.ctl_key, in->ctl_raddr) ? "by UCX's shared mapping"
-                                                                      : "by network atomics",
+                    tg->nm.ops->key_mapped(tg->nm.ctl_key, in->ctl_raddr)
+                        ? "by UCX's shared mapping"
+                        : "by network atomics",
                     tg->nm.data_mapped ? "by UCX's shared mapping" : "by RDMA or its emulation",
                     tg->nm.ordered ? "; operations take effect in issue order (one round trip "
                                      "per notification)"
@@ -484,8 +489,9 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
 /* Undoes win_begin/win_map_ctl and whatever targets were mapped; frees the object. */
 static void win_destroy(rma_win_t *win)
 {
-    rma_win_retire(win); /* the agent no longer finds it ... */
-    rma_ucx_quiesce();   /* ... nor still uses it: a request for it in flight is refused */
+    rma_win_retire(win);   /* the agent no longer finds it ... */
+    if (rma_net_started()) /* ... nor still uses it: a request for it in flight is refused */
+        rma_net->quiesce();
     win_net_release(win);
     if (win->targets != NULL) {
         for (int t = 0; t < win->nranks; t++) {
@@ -515,7 +521,7 @@ static void win_destroy(rma_win_t *win)
         pool_put(&e);
         win->seg_fd = -1;
     } else if (win->seg_ucx) {
-        rma_ucx_mem_unmap(win->net_ctl);
+        rma_net->unexpose(win->net_ctl);
         free(win->net_ctl);
         win->net_ctl = NULL;
     } else {

@@ -872,7 +872,7 @@ static int serve_known(MPI_Datatype basic, int op)
 }
 
 /* A call of at most this many elements to an off-node target whose window memory UCX maps
- * here (rma_ucx_key_mapped: its shared-memory transports) takes the origin-side path: its
+ * here (key_mapped, netmod.h: its shared-memory transports) takes the origin-side path: its
  * stripe words, atomics, get and put are then CPU operations on the mapping, cheaper than a
  * round trip through the target's agent (two simulated nodes, acc_latency: 16 B 1.5 -> 0.30
  * us, 64 B 1.69 -> 0.49 us). An MPI_Accumulate does so only as the first small operation

@@ -16,7 +16,7 @@
 
 #include "mpid/rma/acc.h"
 #include "mpid/rma/env.h"
-#include "netmod/ucx/nm_ucx.h"
+#include "netmod/netmod.h"
 #include "sync/sync.h"
 #include "sync/wait.h"
 
@@ -24,7 +24,7 @@
 #define HX_MAX_BYTES (4u << 20) /* data bytes in one request (RMA_HX_MSG is at most this) */
 #define HX_MIN_RUNS  16
 
-_Static_assert(sizeof(rma_hx_hdr_t) + sizeof(rma_hx_rec_t) <= RMA_UCX_AM_HDR_MAX,
+_Static_assert(sizeof(rma_hx_hdr_t) + sizeof(rma_hx_rec_t) <= RMA_NM_AM_HDR_MAX,
                "a rendezvous request's header and record travel as the message's header");
 
 /* What the origin waits on for one request: the answer's destination and a counter. */
@@ -179,7 +179,8 @@ static int hx_post(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t l
                      .owned = 1};
     h->cookie = (uint64_t)(uintptr_t)w;
     hx_out_begin(nm, w);
-    return hx_out_end(nm, w, rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, h, sizeof(*h), body, len));
+    return hx_out_end(
+        nm, w, nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, h, sizeof(*h), body, len, RMA_NM_AM_COPY));
 }
 
 /* Sends one get request for hx's pieces from run *ri, piece *rp on (advanced past them):
@@ -225,7 +226,8 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
         h.note = hx->note;
     }
     atomic_fetch_add_explicit(w->left, 1, memory_order_relaxed);
-    rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs));
+    rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs),
+                          RMA_NM_AM_COPY);
     if (held)
         return hx_out_end(nm, w, rc);
     if (rc != 0)
@@ -269,7 +271,7 @@ static int hx_send(rma_hx_t *hx, int held)
         rc = hx_post(nm, &h, data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
     }
     /* gets: every answer sent for lands before the runs' memory is freed */
-    rma_ucx_wait_zero(&left);
+    rma_net->wait_zero(&left);
     free(body);
     hx->nruns = 0;
     hx->pieces = hx->bytes = 0;
@@ -307,8 +309,9 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
     hx_out_begin(nm, w);
     rc = hx_out_end(
         nm, w,
-        write ? rma_ucx_am_request_rndv(nm, RMA_UCX_AM_HX_REQ, &m, sizeof(m), buf, n)
-              : rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &m.h, sizeof(m.h), &m.r, sizeof(m.r)));
+        write ? nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &m, sizeof(m), buf, n, RMA_NM_AM_RNDV)
+              : nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &m.h, sizeof(m.h), &m.r, sizeof(m.r),
+                                 RMA_NM_AM_COPY));
     if (rc == 0)
         rma_nm_need_local(nm); /* the target reads buf, or writes it, later */
     return rc;
@@ -685,7 +688,7 @@ static hx_wait_t *hx_answer_waiter(const void *hdr, size_t hlen, int *status)
     return (hx_wait_t *)(uintptr_t)a->cookie;
 }
 
-/* Origin: an answer arrives (inside rma_ucx_progress on this thread). */
+/* Origin: an answer arrives (inside rma_net->progress on this thread). */
 static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
 {
     int status;
@@ -717,7 +720,7 @@ static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len
 }
 
 /* Origin: an answer whose data comes by rendezvous (a get of one piece into w->dst). */
-static void hx_answer_rndv(const void *hdr, size_t hlen, rma_ucx_rndv_t *rv, size_t len,
+static void hx_answer_rndv(const void *hdr, size_t hlen, rma_nm_rndv_t *rv, size_t len,
                            void *reply_ep)
 {
     int rc;
@@ -729,7 +732,7 @@ static void hx_answer_rndv(const void *hdr, size_t hlen, rma_ucx_rndv_t *rv, siz
     if (rc == 0 && (w->dst == NULL || len != w->bytes))
         rc = -EPROTO;
     if (rc == 0)
-        rc = rma_ucx_am_recv(rv, w->dst, len, hx_answered, w);
+        rc = rma_net->am_recv(rv, w->dst, len, hx_answered, w);
     if (rc != 0)
         hx_answered(w, rc);
 }
@@ -793,9 +796,10 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
         rc = hx_post(nm, &h, body, rbytes + cmp + data);
         goto out;
     }
-    rc = rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, &h, sizeof(h), body, rbytes + cmp + data);
+    rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), body, rbytes + cmp + data,
+                          RMA_NM_AM_COPY);
     if (rc == 0) {
-        rma_ucx_wait_zero(&left);
+        rma_net->wait_zero(&left);
         rc = atomic_load(&err);
     }
 out:
@@ -830,11 +834,11 @@ int rma_hx_send_raw(MPI_Win handle, int target, const void *hdr, size_t hlen, co
         w.dst = sink; /* a get's answer lands there */
         w.bytes = ((rma_hx_hdr_t *)h)->bytes;
     }
-    rc = rndv ? rma_ucx_am_request_rndv(nm, RMA_UCX_AM_HX_REQ, h, hlen, data, len)
-              : rma_ucx_am_request(nm, RMA_UCX_AM_HX_REQ, h, hlen, data, len);
+    rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, h, hlen, data, len,
+                          rndv ? RMA_NM_AM_RNDV : RMA_NM_AM_COPY);
     if (rc != 0 || hlen < sizeof(rma_hx_hdr_t))
         return rc;
-    rma_ucx_wait_zero(&left);
+    rma_net->wait_zero(&left);
     return atomic_load(&err);
 }
 
@@ -1053,11 +1057,13 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
     }
     if (out != NULL) {
         memcpy(out, &a, sizeof(a));
-        rma_ucx_am_reply_buf(reply_ep, RMA_UCX_AM_HX_REPLY, out, sizeof(a), (size_t)h->bytes);
+        rma_net->am_reply(reply_ep, RMA_NM_AM_HX_REPLY, out, sizeof(a), NULL, (size_t)h->bytes,
+                          RMA_NM_AM_OWN);
     } else if (why == NULL && src != NULL) {
-        rma_ucx_am_reply_rndv(reply_ep, RMA_UCX_AM_HX_REPLY, &a, sizeof(a), src, (size_t)h->bytes);
+        rma_net->am_reply(reply_ep, RMA_NM_AM_HX_REPLY, &a, sizeof(a), src, (size_t)h->bytes,
+                          RMA_NM_AM_RNDV);
     } else {
-        rma_ucx_am_reply(reply_ep, RMA_UCX_AM_HX_REPLY, &a, sizeof(a), NULL, 0);
+        rma_net->am_reply(reply_ep, RMA_NM_AM_HX_REPLY, &a, sizeof(a), NULL, 0, RMA_NM_AM_COPY);
     }
     return 0;
 }
@@ -1147,14 +1153,15 @@ static void hx_put_landed(void *arg, int rc)
         fprintf(stderr, "librma: a rendezvous put did not land: %s\n", strerror(-rc));
         l->a.status = -EIO;
     }
-    rma_ucx_am_reply(l->reply_ep, RMA_UCX_AM_HX_REPLY, &l->a, sizeof(l->a), NULL, 0);
+    rma_net->am_reply(l->reply_ep, RMA_NM_AM_HX_REPLY, &l->a, sizeof(l->a), NULL, 0,
+                      RMA_NM_AM_COPY);
     free(l);
 }
 
 /* Target: a put of one piece whose data comes by rendezvous (RMA_HX_F_RNDV): checked like
  * every request, then received straight into window memory. Puts are not ordered with
  * accumulates (MPI), so it does not wait behind the ones left for later. */
-static void hx_serve_rndv(const void *hdr, size_t hlen, rma_ucx_rndv_t *rv, size_t len,
+static void hx_serve_rndv(const void *hdr, size_t hlen, rma_nm_rndv_t *rv, size_t len,
                           void *reply_ep)
 {
     const rma_hx_hdr_t *h = hdr;
@@ -1182,7 +1189,7 @@ static void hx_serve_rndv(const void *hdr, size_t hlen, rma_ucx_rndv_t *rv, size
     if (why == NULL) {
         *l = (hx_landing_t){reply_ep, {.cookie = h->cookie}};
         if (reply_ep != NULL &&
-            rma_ucx_am_recv(rv, (void *)(uintptr_t)rec.addr, len, hx_put_landed, l) == 0)
+            rma_net->am_recv(rv, (void *)(uintptr_t)rec.addr, len, hx_put_landed, l) == 0)
             return;
         free(l);
         why = "could not receive its data";
@@ -1191,16 +1198,14 @@ static void hx_serve_rndv(const void *hdr, size_t hlen, rma_ucx_rndv_t *rv, size
             hlen >= sizeof(*h) ? h->origin : -1, why);
     if (reply_ep != NULL && hlen >= sizeof(*h)) {
         rma_hx_reply_t a = {.cookie = h->cookie, .status = -EINVAL};
-        rma_ucx_am_reply(reply_ep, RMA_UCX_AM_HX_REPLY, &a, sizeof(a), NULL, 0);
+        rma_net->am_reply(reply_ep, RMA_NM_AM_HX_REPLY, &a, sizeof(a), NULL, 0, RMA_NM_AM_COPY);
     }
 }
 
 void rma_hx_net_init(void)
 {
-    rma_ucx_am_register_rndv(RMA_UCX_AM_HX_REQ, hx_serve_rndv);
-    rma_ucx_am_register_rndv(RMA_UCX_AM_HX_REPLY, hx_answer_rndv);
-    rma_ucx_am_register(RMA_UCX_AM_HX_REQ, hx_serve);
-    rma_ucx_am_register(RMA_UCX_AM_HX_REPLY, hx_answer);
-    rma_ucx_set_idle(hx_serve_later);
-    rma_ucx_set_drain(agg_drain);
+    rma_net->am_handler(RMA_NM_AM_HX_REQ, hx_serve, hx_serve_rndv);
+    rma_net->am_handler(RMA_NM_AM_HX_REPLY, hx_answer, hx_answer_rndv);
+    rma_net->set_idle(hx_serve_later);
+    rma_net->set_drain(agg_drain);
 }

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "mpid/rma/rma.h"
-#include "netmod/ucx/nm_ucx.h"
+#include "netmod/netmod.h"
 #include "sync/ctl.h"
 #include "sync/wait.h"
 #include "windows/win_error.h"
@@ -28,7 +28,8 @@ typedef struct req_flush {
     MPI_Win win;     /* the window, and its serial: freed windows flushed everything */
     uint32_t serial;
     int trank;
-    void *flush; /* the transport's flush in progress (netmod.h flush_start) */
+    const rma_netmod_ops_t *ops; /* the target's transport, and its flush in progress */
+    void *flush;
     int done, err;
 } req_flush_t;
 
@@ -46,7 +47,7 @@ static int req_step(req_flush_t *st)
             return 0;
         st->err = rc;
     } else {
-        rma_ucx_req_release(st->flush); /* the window's free flushed its target */
+        st->ops->flush_release(st->flush); /* the window's free flushed its target */
     }
     st->done = 1;
     PMPI_Grequest_complete(st->req);
@@ -76,7 +77,7 @@ static int req_free(void *extra)
     req_flush_t *st = extra;
 
     if (st != NULL && !st->done)
-        rma_ucx_req_release(st->flush);
+        st->ops->flush_release(st->flush);
     free(st);
     return MPI_SUCCESS;
 }
@@ -134,7 +135,8 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *fu
         st = calloc(1, sizeof(*st));
         if (st == NULL)
             return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the request");
-        *st = (req_flush_t){.win = win->handle, .serial = win->serial, .trank = trank};
+        *st = (req_flush_t){
+            .win = win->handle, .serial = win->serial, .trank = trank, .ops = nm->ops};
         if ((rc = nm->ops->flush_start(nm, &st->flush)) != 0) {
             free(st);
             return rma_ctl_fail(win, func, trank, rc);
@@ -147,7 +149,7 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *fu
         rc = PMPI_Grequest_complete(r);
     if (rc != MPI_SUCCESS) {
         if (st != NULL) { /* the operation's flush is left to the next one */
-            rma_ucx_req_release(st->flush);
+            st->ops->flush_release(st->flush);
             free(st);
         }
         return rma_err(win, func, MPI_ERR_OTHER, "cannot create the request");

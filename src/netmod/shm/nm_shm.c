@@ -84,19 +84,6 @@ static int nm_shm_readv(rma_nm_tgt_t *t, void *key, const struct iovec *local,
     return nm_shm_xfer(t->pid, local, n, remote, n, 0);
 }
 
-/* Control words of same-node targets are mapped: the device core never asks for these. */
-static int nm_shm_amo(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
-                      uint64_t value, uint64_t compare, uint64_t *fetched)
-{
-    return -ENOTSUP;
-}
-
-static int nm_shm_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintptr_t raddr,
-                           const void *value, void *reply)
-{
-    return -ENOTSUP;
-}
-
 static int nm_shm_flush(rma_nm_tgt_t *t)
 {
     return 0; /* process_vm_* calls are complete when they return */
@@ -117,8 +104,6 @@ const rma_netmod_ops_t rma_nm_shm_ops = {
     .name = "shm",
     .writev = nm_shm_writev,
     .readv = nm_shm_readv,
-    .amo = nm_shm_amo,
-    .amo_post = nm_shm_amo_post,
     .flush = nm_shm_flush,
     .push = nm_shm_flush,
     .order = nm_shm_flush,

@@ -1,11 +1,22 @@
 /*
- * nm_ucx.c - the UCX transport (see nm_ucx.h): context, workers, endpoints, memory keys,
- * RDMA and atomics on the origin worker, active messages, the agent's hooks, teardown.
+ * nm_ucx.c - the transport to other nodes (netmod.h's rma_netmod_t and ops table): UCX (UCP)
+ * RDMA, network atomics and active messages.
+ *
+ * One UCP context per process, made the first time a window has an off-node peer (a
+ * single-node job never starts UCX). Three workers: origins issue operations on the *origin
+ * worker* (the application's threads only, so the data path takes no lock); every peer
+ * connects to this process's *target worker*, which the progress agent drives: over
+ * transports that emulate RDMA and atomics in software (tcp) nothing reaches this process's
+ * memory unless that worker is progressed; the *watch worker* holds one endpoint per peer that
+ * only reports the peer's failure. One endpoint per peer process, made once.
+ *
+ * Sections: progress and waits; active messages; start; endpoints; memory and keys; data
+ * path; information and teardown.
  */
 #define _GNU_SOURCE
 #include "config.h"
 
-#include "netmod/ucx/nm_ucx.h"
+#include "netmod/netmod.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -40,19 +51,21 @@ static struct {
     int npeers;
     int started, failed;
     size_t am_hdr_max; /* the smaller of the workers' max_am_header */
-    rma_ucx_am_cb_t am[RMA_UCX_AM_MAX];
-    rma_ucx_am_rndv_cb_t am_rndv[RMA_UCX_AM_MAX];
+    rma_nm_am_cb_t am[RMA_NM_AM_MAX];
+    rma_nm_am_rndv_cb_t am_rndv[RMA_NM_AM_MAX];
     int (*idle)(void);             /* serves requests left for later; returns how many are left */
     int (*drain)(rma_nm_tgt_t *t); /* sends what t->agg holds back */
     pthread_mutex_t lock;          /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
     pthread_mutex_t tw_mtx;        /* the target worker: the agent, or a rank serving while it
-                                      waits (rma_ucx_serve) */
+                                      waits (ucx_serve) */
     pthread_mutex_t ww_mtx;        /* the watch worker */
     _Atomic unsigned rank_polls;   /* times an application thread drove the target worker */
 } ux = {.tw_fd = -1,
         .lock = PTHREAD_MUTEX_INITIALIZER,
         .tw_mtx = PTHREAD_MUTEX_INITIALIZER,
         .ww_mtx = PTHREAD_MUTEX_INITIALIZER};
+
+static const rma_netmod_ops_t ucx_ops;
 
 static int status_errno(ucs_status_t st)
 {
@@ -68,12 +81,7 @@ static int status_errno(ucs_status_t st)
     }
 }
 
-int rma_ucx_built(void)
-{
-    return 1;
-}
-
-int rma_ucx_started(void)
+static int ucx_started(void)
 {
     return ux.started;
 }
@@ -82,7 +90,7 @@ int rma_ucx_started(void)
 
 /* Drives the target worker (peers' operations on this process) once, and serves what
  * was left for later, unless another thread is at it. Whoever holds tw_mtx does: the agent,
- * or a rank that waits (rma_ucx_serve). 1 when something happened, 0 when not, -1 when
+ * or a rank that waits (ucx_serve). 1 when something happened, 0 when not, -1 when
  * another thread holds the worker. */
 static int tw_try(void)
 {
@@ -119,7 +127,7 @@ static int tw_progress(void)
     return n > 0;
 }
 
-int rma_ucx_progress(void)
+static int ucx_progress(void)
 {
     int n = (int)ucp_worker_progress(ux.ow);
 
@@ -130,12 +138,12 @@ int rma_ucx_progress(void)
     return n != 0;
 }
 
-int rma_ucx_serve(void)
+static int ucx_serve(void)
 {
     return ux.started ? tw_progress() : 0;
 }
 
-void rma_ucx_quiesce(void)
+static void ucx_quiesce(void)
 {
     if (!ux.started)
         return;
@@ -165,28 +173,28 @@ static int serve_until(int rc, MPI_Request *req)
     return rc;
 }
 
-int rma_ucx_barrier(MPI_Comm comm)
+static int ucx_barrier(MPI_Comm comm)
 {
     MPI_Request req;
 
     return serve_until(PMPI_Ibarrier(comm, &req), &req);
 }
 
-void rma_ucx_wait_zero(_Atomic int *count)
+static void ucx_wait_zero(_Atomic int *count)
 {
     rma_backoff_t bo = RMA_BACKOFF_INIT;
 
     while (atomic_load_explicit(count, memory_order_acquire) > 0)
-        if (!rma_ucx_progress())
+        if (!ucx_progress())
             rma_backoff(&bo);
 }
 
-void rma_ucx_set_idle(int (*fn)(void))
+static void ucx_set_idle(int (*fn)(void))
 {
     ux.idle = fn;
 }
 
-void rma_ucx_set_drain(int (*fn)(rma_nm_tgt_t *t))
+static void ucx_set_drain(int (*fn)(rma_nm_tgt_t *t))
 {
     ux.drain = fn;
 }
@@ -214,7 +222,7 @@ static int wait_req_in(ucs_status_ptr_t req, pthread_mutex_t *ww)
             pthread_mutex_unlock(ww);
         if (st != UCS_INPROGRESS)
             return status_errno(st);
-        if (!rma_ucx_progress())
+        if (!ucx_progress())
             rma_backoff(&bo);
     }
 }
@@ -298,7 +306,7 @@ static int agent_arm(void)
 
 /* A message whose data comes by rendezvous: the worker it arrived on and UCX's descriptor
  * of the data, until the handler receives it. */
-struct rma_ucx_rndv {
+struct rma_nm_rndv {
     ucp_worker_h w;
     void *desc;
 };
@@ -312,23 +320,17 @@ static ucs_status_t am_dispatch(void *arg, const void *header, size_t header_len
     unsigned id = (unsigned)(uintptr_t)arg & 0xffu;
     void *reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : NULL;
 
-    if (id >= RMA_UCX_AM_MAX)
+    if (id >= RMA_NM_AM_MAX)
         return UCS_OK;
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         /* not received by the handler: UCX drops the data and completes the send */
-        rma_ucx_rndv_t rv = {((uintptr_t)arg & 0x100u) ? ux.tw : ux.ow, data};
+        rma_nm_rndv_t rv = {((uintptr_t)arg & 0x100u) ? ux.tw : ux.ow, data};
         if (ux.am_rndv[id] != NULL)
             ux.am_rndv[id](header, header_length, &rv, length, reply_ep);
     } else if (ux.am[id] != NULL) {
         ux.am[id](header, header_length, data, length, reply_ep);
     }
     return UCS_OK;
-}
-
-void rma_ucx_am_register_rndv(unsigned id, rma_ucx_am_rndv_cb_t cb)
-{
-    if (id < RMA_UCX_AM_MAX)
-        ux.am_rndv[id] = cb;
 }
 
 typedef struct recv_ctx {
@@ -346,8 +348,8 @@ static void recv_done(void *req, ucs_status_t st, size_t length, void *user)
     ucp_request_free(req);
 }
 
-int rma_ucx_am_recv(rma_ucx_rndv_t *rv, void *buf, size_t len, void (*done)(void *arg, int rc),
-                    void *arg)
+static int ucx_am_recv(rma_nm_rndv_t *rv, void *buf, size_t len, void (*done)(void *arg, int rc),
+                       void *arg)
 {
     recv_ctx_t *c = malloc(sizeof(*c));
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
@@ -373,10 +375,12 @@ int rma_ucx_am_recv(rma_ucx_rndv_t *rv, void *buf, size_t len, void (*done)(void
     return 0;
 }
 
-void rma_ucx_am_register(unsigned id, rma_ucx_am_cb_t cb)
+static void ucx_am_handler(unsigned id, rma_nm_am_cb_t cb, rma_nm_am_rndv_cb_t rndv)
 {
-    if (id < RMA_UCX_AM_MAX)
+    if (id < RMA_NM_AM_MAX) {
         ux.am[id] = cb;
+        ux.am_rndv[id] = rndv;
+    }
 }
 
 static int set_handler(ucp_worker_h w, unsigned id)
@@ -401,14 +405,6 @@ static int am_send(ucp_ep_h ep, unsigned id, const void *hdr, size_t hlen, const
     if (hlen > ux.am_hdr_max)
         return -EMSGSIZE;
     return wait_req(ucp_am_send_nbx(ep, id, hdr, hlen, data, len, &p));
-}
-
-int rma_ucx_am_request(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen, const void *data,
-                       size_t len)
-{
-    int rc = rma_nm_gate(t);
-
-    return rc != 0 ? rc : am_send(t->ep, id, hdr, hlen, data, len, UCP_AM_SEND_FLAG_REPLY);
 }
 
 /* Sends without waiting: hdr (from malloc, freed when the send completes), then len bytes
@@ -454,45 +450,41 @@ static void *dup_hdr(const void *hdr, size_t hlen)
     return copy != NULL ? memcpy(copy, hdr, hlen) : NULL;
 }
 
-int rma_ucx_am_request_rndv(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen,
-                            const void *data, size_t len)
+static int ucx_am_send(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen, const void *data,
+                       size_t len, int how)
 {
     int rc = rma_nm_gate(t);
     void *copy;
 
     if (rc != 0)
         return rc;
+    if (how == RMA_NM_AM_COPY)
+        return am_send(t->ep, id, hdr, hlen, data, len, UCP_AM_SEND_FLAG_REPLY);
     copy = dup_hdr(hdr, hlen);
     return copy == NULL ? -ENOMEM
                         : am_post(t->ep, id, copy, hlen, data, len,
                                   UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV);
 }
 
-int rma_ucx_am_reply_rndv(void *reply_ep, unsigned id, const void *hdr, size_t hlen,
-                          const void *data, size_t len)
+static int ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
+                        size_t len, int how)
 {
-    void *copy = dup_hdr(hdr, hlen);
+    char *copy;
 
-    return copy == NULL ? -ENOMEM
-                        : am_post(reply_ep, id, copy, hlen, data, len, UCP_AM_SEND_FLAG_RNDV);
-}
-
-int rma_ucx_am_reply_buf(void *reply_ep, unsigned id, void *buf, size_t hlen, size_t len)
-{
-    return am_post(reply_ep, id, buf, hlen, (char *)buf + hlen, len, UCP_AM_SEND_FLAG_EAGER);
-}
-
-int rma_ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hlen, const void *data,
-                     size_t len)
-{
-    char *copy = malloc(hlen + len + 1);
-
-    if (copy == NULL)
+    if (how == RMA_NM_AM_OWN)
+        return am_post(reply_ep, id, (void *)hdr, hlen, (const char *)hdr + hlen, len,
+                       UCP_AM_SEND_FLAG_EAGER);
+    if (how == RMA_NM_AM_RNDV) {
+        copy = dup_hdr(hdr, hlen);
+        return copy == NULL ? -ENOMEM
+                            : am_post(reply_ep, id, copy, hlen, data, len, UCP_AM_SEND_FLAG_RNDV);
+    }
+    if ((copy = malloc(hlen + len + 1)) == NULL)
         return -ENOMEM;
     memcpy(copy, hdr, hlen);
     if (len > 0)
         memcpy(copy + hlen, data, len);
-    return rma_ucx_am_reply_buf(reply_ep, id, copy, hlen, len);
+    return am_post(reply_ep, id, copy, hlen, copy + hlen, len, UCP_AM_SEND_FLAG_EAGER);
 }
 
 /* ------------------------------------------------------------------ start */
@@ -529,7 +521,7 @@ static size_t worker_am_hdr_max(ucp_worker_h w)
     return ucp_worker_query(w, &a) == UCS_OK ? a.max_am_header : 0;
 }
 
-int rma_ucx_start(const char **why)
+static int ucx_start(const char **why)
 {
     ucp_params_t params = {.field_mask =
                                UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
@@ -587,14 +579,14 @@ int rma_ucx_start(const char **why)
     if (worker_am_hdr_max(ux.tw) < ux.am_hdr_max)
         ux.am_hdr_max = worker_am_hdr_max(ux.tw);
     *why = "UCX's active messages take headers smaller than librma's (max_am_header < "
-           "RMA_UCX_AM_HDR_MAX, 128 bytes)";
-    if (ux.am_hdr_max < RMA_UCX_AM_HDR_MAX)
+           "RMA_NM_AM_HDR_MAX, 128 bytes)";
+    if (ux.am_hdr_max < RMA_NM_AM_HDR_MAX)
         goto out;
     *why = "ucp_worker_get_address failed";
     if (ucp_worker_get_address(ux.tw, &ux.taddr, &ux.taddr_len) != UCS_OK ||
         ucp_worker_get_address(ux.ww, &ux.waddr, &ux.waddr_len) != UCS_OK)
         goto out;
-    for (unsigned id = 1; id < RMA_UCX_AM_MAX; id++)
+    for (unsigned id = 1; id < RMA_NM_AM_MAX; id++)
         if (set_handler(ux.tw, id) != 0 || set_handler(ux.ow, id) != 0)
             goto out;
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -622,7 +614,7 @@ out:
 
 /* ------------------------------------------------------------------ endpoints */
 
-int rma_ucx_has_ep(int w)
+static int ucx_has_ep(int w)
 {
     return w >= 0 && w < ux.npeers && ux.peers[w].ep != NULL;
 }
@@ -631,7 +623,7 @@ int rma_ucx_has_ep(int w)
  * lane table ucp_ep_print_info prints ("lane[0]: 3:sysv/memory.0 md[2] -> ... amo#0 am").
  *  - dev_amo: one of its atomic lanes is a network device's: its atomics on registered
  *    memory complete without the target's CPU. The shared-memory transports' atomic lanes
- *    reach only memory UCX allocated (rma_ucx_key_mapped tells that apart); without an
+ *    reach only memory UCX allocated (ucx_key_mapped tells that apart); without an
  *    atomic lane (tcp) UCX emulates atomics with active messages the target's worker serves.
  *  - ordered: every lane is tcp. UCX has no RMA or atomic lane there (librma turns tcp's
  *    put off, ucx_context): it emulates puts, gets and atomics with active messages on the
@@ -729,7 +721,7 @@ static int ep_create(int w, const ucp_address_t *addr, const ucp_address_t *wadd
     return 0;
 }
 
-int rma_ucx_connect(MPI_Comm comm, const int *world, int n, int need)
+static int ucx_connect(MPI_Comm comm, const int *world, int n, int need)
 {
     int mine[2] = {(int)(ux.taddr_len + ux.waddr_len), (int)ux.taddr_len}, total = 0, me;
     int *lens = NULL, *tlens = NULL, *displs = NULL, rc = MPI_SUCCESS;
@@ -773,9 +765,9 @@ out:
     return rc;
 }
 
-int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
+static int ucx_tgt_init(rma_nm_tgt_t *t, int w)
 {
-    if (!rma_ucx_has_ep(w))
+    if (!ucx_has_ep(w))
         return -ENOTCONN;
     t->dev_amo = ux.peers[w].dev_amo;
     t->ordered = ux.peers[w].ordered && rma_env.ordered;
@@ -786,7 +778,7 @@ int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
     t->hx_piece = t->am_rma ? rma_env.hx_piece_am : rma_env.hx_piece;
     t->hx_get_piece = t->am_rma ? rma_env.hx_piece_am : rma_env.hx_get_piece;
     t->aggregate = t->am_rma ? rma_env.aggregate_am : rma_env.aggregate;
-    t->ops = &rma_nm_ucx_ops;
+    t->ops = &ucx_ops;
     t->noted = t->ep_noted = ~0u; /* no notification yet (rma_nm_quiet) */
     t->ep = ux.peers[w].ep;
     t->world = w;
@@ -797,7 +789,7 @@ int rma_ucx_tgt_init(rma_nm_tgt_t *t, int w)
 
 /* One ucp_mem_map: registers [*base, +len), or with UCP_MEM_MAP_ALLOCATE lets UCX allocate
  * the memory (then *base gets its address); packs the remote key. */
-static int mem_map(void **base, size_t len, unsigned flags, rma_ucx_mem_t *mem)
+static int mem_map(void **base, size_t len, unsigned flags, rma_nm_mem_t *mem)
 {
     ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                                              UCP_MEM_MAP_PARAM_FIELD_LENGTH |
@@ -823,11 +815,11 @@ static int mem_map(void **base, size_t len, unsigned flags, rma_ucx_mem_t *mem)
         ucp_mem_unmap(ux.ctx, memh);
         return status_errno(st);
     }
-    mem->memh = memh;
+    mem->handle = memh;
     return 0;
 }
 
-int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem)
+static int ucx_expose(void *base, size_t len, rma_nm_mem_t *mem)
 {
     return mem_map(&base, len, 0, mem);
 }
@@ -837,10 +829,10 @@ int rma_ucx_mem_map(void *base, size_t len, rma_ucx_mem_t *mem)
  * memory is no longer accessed once MPI_Win_free's barrier is over. */
 #define MEM_POOL         8
 #define MEM_POOL_MAX_LEN (256u << 10)
-static rma_ucx_mem_t mem_pool[MEM_POOL];
+static rma_nm_mem_t mem_pool[MEM_POOL];
 static int mem_npool;
 
-int rma_ucx_mem_alloc(size_t len, void **base, rma_ucx_mem_t *mem)
+static int ucx_expose_alloc(size_t len, void **base, rma_nm_mem_t *mem)
 {
     int rc, found = 0;
 
@@ -866,7 +858,7 @@ int rma_ucx_mem_alloc(size_t len, void **base, rma_ucx_mem_t *mem)
     return rc;
 }
 
-void rma_ucx_mem_unmap(rma_ucx_mem_t *mem)
+static void ucx_unexpose(rma_nm_mem_t *mem)
 {
     if (mem->addr != NULL && mem->len <= MEM_POOL_MAX_LEN) {
         int kept = 0;
@@ -883,25 +875,25 @@ void rma_ucx_mem_unmap(rma_ucx_mem_t *mem)
     }
     if (mem->blob != NULL)
         ucp_rkey_buffer_release(mem->blob);
-    if (mem->memh != NULL)
-        ucp_mem_unmap(ux.ctx, mem->memh);
+    if (mem->handle != NULL)
+        ucp_mem_unmap(ux.ctx, mem->handle);
     memset(mem, 0, sizeof(*mem));
 }
 
-void *rma_ucx_key_open(rma_nm_tgt_t *t, const void *blob)
+static void *ucx_key_open(rma_nm_tgt_t *t, const void *blob)
 {
     ucp_rkey_h key;
 
     return ucp_ep_rkey_unpack(t->ep, blob, &key) == UCS_OK ? key : NULL;
 }
 
-void rma_ucx_key_close(void *key)
+static void ucx_key_close(void *key)
 {
     if (key != NULL)
         ucp_rkey_destroy(key);
 }
 
-int rma_ucx_key_mapped(void *key, uint64_t raddr)
+static int ucx_key_mapped(void *key, uint64_t raddr)
 {
     void *p;
 
@@ -1020,7 +1012,7 @@ static int ucx_amo_post(rma_nm_tgt_t *t, void *key, int op, unsigned size, uintp
     return rc;
 }
 
-void rma_ucx_req_release(void *req)
+static void ucx_flush_release(void *req)
 {
     if (req != NULL)
         ucp_request_free(req);
@@ -1053,7 +1045,7 @@ static int ucx_flush_start(rma_nm_tgt_t *t, void **req)
 
 static int ucx_flush_test(rma_nm_tgt_t *t, void **req)
 {
-    int moved = rma_ucx_progress();
+    int moved = ucx_progress();
     ucs_status_t st;
 
     if (*req != NULL) {
@@ -1092,7 +1084,7 @@ static int ucx_flush(rma_nm_tgt_t *t)
         if (rc == 0)
             rma_nm_covered(&t->ep_flushed, ep);
     }
-    rma_ucx_wait_zero(&t->hx_out); /* after a failure too: the handlers count them down */
+    ucx_wait_zero(&t->hx_out); /* after a failure too: the handlers count them down */
     if (rc == 0)
         rc = atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
     if (rc == 0)
@@ -1129,11 +1121,11 @@ static int ucx_order(rma_nm_tgt_t *t)
 
 static int ucx_settle(rma_nm_tgt_t *t)
 {
-    rma_ucx_wait_zero(&t->hx_out);
+    ucx_wait_zero(&t->hx_out);
     return atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
 }
 
-const rma_netmod_ops_t rma_nm_ucx_ops = {
+static const rma_netmod_ops_t ucx_ops = {
     .name = "ucx",
     .writev = ucx_writev,
     .readv = ucx_readv,
@@ -1145,11 +1137,16 @@ const rma_netmod_ops_t rma_nm_ucx_ops = {
     .settle = ucx_settle,
     .flush_start = ucx_flush_start,
     .flush_test = ucx_flush_test,
+    .flush_release = ucx_flush_release,
+    .am_send = ucx_am_send,
+    .key_open = ucx_key_open,
+    .key_close = ucx_key_close,
+    .key_mapped = ucx_key_mapped,
 };
 
 /* ------------------------------------------------------------------ information, teardown */
 
-void rma_ucx_print(FILE *out)
+static void ucx_print(FILE *out)
 {
     if (!ux.started) {
         fprintf(out, "ucx: not started (no window had an off-node peer)\n");
@@ -1159,7 +1156,7 @@ void rma_ucx_print(FILE *out)
     ucp_worker_print_info(ux.ow, out);
     fprintf(out,
             "ucx: active-message headers up to %zu bytes (max_am_header; librma's largest: %d)\n",
-            ux.am_hdr_max, RMA_UCX_AM_HDR_MAX);
+            ux.am_hdr_max, RMA_NM_AM_HDR_MAX);
     for (int w = 0; w < ux.npeers; w++)
         if (ux.peers[w].ep != NULL) {
             fprintf(out, "ucx: endpoint to world rank %d:\n", w);
@@ -1221,7 +1218,7 @@ static void finish_wireup(void)
     free(reqs);
 }
 
-void rma_ucx_finalize(void)
+static void ucx_finalize(void)
 {
     MPI_Request req;
     int any = 0, mine = ux.started;
@@ -1249,16 +1246,16 @@ void rma_ucx_finalize(void)
     }
     if (mine) /* our target worker serves the others while they close (RMA_AGENT=off: nobody
                  else drives it) */
-        rma_ucx_barrier(MPI_COMM_WORLD);
+        ucx_barrier(MPI_COMM_WORLD);
     else
         PMPI_Barrier(MPI_COMM_WORLD);
     if (!mine)
         return;
     rma_agent_progress_detach();
     while (mem_npool > 0) {
-        rma_ucx_mem_t m = mem_pool[--mem_npool];
+        rma_nm_mem_t m = mem_pool[--mem_npool];
         m.addr = NULL; /* really freed */
-        rma_ucx_mem_unmap(&m);
+        ucx_unexpose(&m);
     }
     free(ux.peers);
     ux.peers = NULL;
@@ -1275,3 +1272,27 @@ void rma_ucx_finalize(void)
     ucp_cleanup(ux.ctx);
     ux.started = 0;
 }
+
+const rma_netmod_t rma_nm_ucx = {
+    .name = "ucx",
+    .start = ucx_start,
+    .started = ucx_started,
+    .connect = ucx_connect,
+    .has_ep = ucx_has_ep,
+    .tgt_init = ucx_tgt_init,
+    .expose = ucx_expose,
+    .expose_alloc = ucx_expose_alloc,
+    .unexpose = ucx_unexpose,
+    .am_handler = ucx_am_handler,
+    .am_reply = ucx_am_reply,
+    .am_recv = ucx_am_recv,
+    .progress = ucx_progress,
+    .serve = ucx_serve,
+    .wait_zero = ucx_wait_zero,
+    .quiesce = ucx_quiesce,
+    .barrier = ucx_barrier,
+    .set_idle = ucx_set_idle,
+    .set_drain = ucx_set_drain,
+    .print = ucx_print,
+    .finalize = ucx_finalize,
+};

@@ -1,0 +1,13 @@
+/*
+ * netmod.c - which transport reaches other nodes (netmod.h).
+ */
+#include "config.h"
+
+#include "netmod/netmod.h"
+
+#ifdef HAVE_UCX
+extern const rma_netmod_t rma_nm_ucx;
+const rma_netmod_t *const rma_net = &rma_nm_ucx;
+#else
+const rma_netmod_t *const rma_net = NULL;
+#endif
