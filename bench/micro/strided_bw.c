@@ -34,19 +34,17 @@ static void reset(bench_t *b, size_t size)
             bench_fill(b->win_mem + 2 * r * piece, piece, bench_seed(size, b->rank), r * piece);
 }
 
+/* The target layout of the current size: made by its first operation, freed by check,
+ * which runs once that size is over. */
+static MPI_Datatype t = MPI_DATATYPE_NULL;
+
 static void op(bench_t *b, size_t size, int j, long k)
 {
-    static MPI_Datatype t = MPI_DATATYPE_NULL;
-    static size_t t_size;
     int tgt = bench_target(b, j);
 
     (void)k;
-    if (t_size != size) {
-        if (t != MPI_DATATYPE_NULL)
-            MPI_Type_free(&t);
+    if (t == MPI_DATATYPE_NULL)
         t = rows(size);
-        t_size = size;
-    }
     if (get)
         MPI_Get(b->rbuf, (int)size, MPI_BYTE, tgt, bench_disp(b, tgt, 0), 1, t, b->win);
     else
@@ -56,6 +54,8 @@ static void op(bench_t *b, size_t size, int j, long k)
 static const char *check(bench_t *b, size_t size, long nops)
 {
     (void)nops;
+    if (t != MPI_DATATYPE_NULL)
+        MPI_Type_free(&t);
     if (get && b->is_origin)
         return bench_verify(b->rbuf, size, bench_seed(size, b->targets[0]), 0);
     if (get || !b->is_target)
