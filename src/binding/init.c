@@ -16,7 +16,6 @@
 #include "mpid/rma/env.h"
 #include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
-#include "netmod/netmod.h"
 #include "rma_ext.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"

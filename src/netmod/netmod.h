@@ -220,7 +220,7 @@ typedef void (*rma_nm_am_rndv_cb_t)(const void *hdr, size_t hlen, rma_nm_rndv_t 
 
 /* The data path to one target. Entries a transport has no use for are NULL: shm reaches
  * only same-node targets, whose control words the core maps, so it is never asked for
- * atomics, keys or messages. */
+ * atomics (amo, amo_post), keys (key_*) or messages (am_send). */
 typedef struct rma_netmod_ops {
     const char *name;
     /* Copies local iovecs to (writev) or from (readv) target addresses, one entry against
@@ -268,7 +268,7 @@ typedef struct rma_netmod_ops {
     int (*flush_start)(rma_nm_tgt_t *t, void **req);
     int (*flush_test)(rma_nm_tgt_t *t, void **req);
     /* Releases what flush_start returned in req, over or not (a request abandoned when its
-     * window is freed); NULL is fine. */
+     * window is freed); a NULL req is fine. */
     void (*flush_release)(void *req);
     /* Sends an active-message request with id to the target (how: RMA_NM_AM_COPY or
      * RMA_NM_AM_RNDV). 0 or -errno. */
@@ -290,7 +290,8 @@ extern const rma_netmod_ops_t rma_nm_shm_ops;
 typedef struct rma_netmod {
     const char *name;
     /* Starts the transport once (context, workers, the progress agent); a single-node job
-     * never calls it. 0, or -1 with the reason in *why. started: 1 once it succeeded. */
+     * never calls it (rma_info does). 0, or -1 with the reason in *why. started: 1 once it
+     * succeeded. */
     int (*start)(const char **why);
     int (*started)(void);
     /* Collective over comm (whose ranks have MPI_COMM_WORLD ranks world[]): makes sure every

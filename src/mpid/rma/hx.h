@@ -23,10 +23,10 @@
 
 enum { RMA_HX_PUT = 1, RMA_HX_GET, RMA_HX_ACC };
 
-/* A put or get of one contiguous piece whose data travels by rendezvous (netmod.h RMA_NM_AM_RNDV): a
- * put's record follows the header in the message's header and the target's agent
- * receives the data straight into window memory; a get is answered with the data sent
- * straight from window memory, which the origin receives into its buffer. */
+/* A put or get of one contiguous piece whose data travels by rendezvous (netmod.h
+ * RMA_NM_AM_RNDV): a put's record follows the header in the message's header and the
+ * target's agent receives the data straight into window memory; a get is answered with the
+ * data sent straight from window memory, which the origin receives into its buffer. */
 #define RMA_HX_F_RNDV 0x1u
 
 /* The whole of a passive-target epoch under a shared lock that MPI_Win_lock left for later

@@ -100,6 +100,11 @@ static int nm_shm_flush_test(rma_nm_tgt_t *t, void **req)
     return 0;
 }
 
+static void nm_shm_flush_release(void *req)
+{
+    (void)req; /* flush_start never makes one */
+}
+
 const rma_netmod_ops_t rma_nm_shm_ops = {
     .name = "shm",
     .writev = nm_shm_writev,
@@ -110,4 +115,5 @@ const rma_netmod_ops_t rma_nm_shm_ops = {
     .settle = nm_shm_flush,
     .flush_start = nm_shm_flush_start,
     .flush_test = nm_shm_flush_test,
+    .flush_release = nm_shm_flush_release,
 };
