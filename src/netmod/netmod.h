@@ -62,6 +62,9 @@ typedef struct rma_nm_tgt {
                                          target's agent for help */
     int dev_amo;                      /* ucx: the endpoint has a network device's atomics,
                                          which complete without the target's CPU */
+    int dev_rma;                      /* ucx: ... and its RDMA: large pieces go by
+                                         ucp_put/get_nbx, not as a rendezvous through the
+                                         target's agent (RMA_RNDV) */
     int ordered;                      /* ucx: the target applies this process's puts, gets
                                          and atomics in the order they were issued (UCX
                                          emulates them over one tcp stream): see order */

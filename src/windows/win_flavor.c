@@ -474,7 +474,10 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
                     tg->nm.ops->key_mapped(tg->nm.ctl_key, in->ctl_raddr)
                         ? "by UCX's shared mapping"
                         : "by network atomics",
-                    tg->nm.data_mapped ? "by UCX's shared mapping" : "by RDMA or its emulation",
+                    tg->nm.data_mapped ? "by UCX's shared mapping"
+                    : tg->nm.dev_rma   ? "by the network device's RDMA"
+                                       : "by UCX's emulation of RDMA (large pieces: a rendezvous "
+                                         "through the target's agent)",
                     tg->nm.ordered ? "; operations take effect in issue order (one round trip "
                                      "per notification)"
                                    : "");

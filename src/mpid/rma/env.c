@@ -174,7 +174,8 @@ void rma_env_print(FILE *out)
             "RMA_RNDV=%zu        off-node put/get: contiguous pieces of at least this many bytes "
             "are a rendezvous message to the target's agent, which moves them with one copy "
             "(one RDMA read on a NIC) between the origin's buffer and window memory; smaller "
-            "ones are UCX RMA; 0: never\n",
+            "ones are UCX RMA, and so are all to a target whose endpoint has a network device's "
+            "RDMA lane; 0: never\n",
             rma_env.rndv);
     fprintf(out,
             "RMA_ALLOC_UCX=%d        a rank with no other rank of its node in a window lets UCX "

@@ -77,7 +77,8 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
             if (rma_hx_add(mv->hx, ta, buf, n) != 0)
                 return mv->err = -ENOMEM;
         } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->win->targets[mv->trank].local &&
-                   !mv->win->targets[mv->trank].nm.data_mapped) {
+                   !mv->win->targets[mv->trank].nm.data_mapped &&
+                   !mv->win->targets[mv->trank].nm.dev_rma) {
             if (mover_rndv(mv, ta, buf, n) != 0)
                 return mv->err;
         } else {

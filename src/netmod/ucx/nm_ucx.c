@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include "netmod/netmod.h"
+#include "netmod/ucx/lanes.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -33,8 +34,7 @@
 typedef struct peer {
     ucp_ep_h ep;
     ucp_ep_h watch;        /* no traffic: reports the peer's failure (watch_create) */
-    int dev_amo;           /* 1: its atomic lanes include a network device's (ep_lanes) */
-    int ordered;           /* 1: its operations take effect in issue order (ep_lanes) */
+    rma_ucx_lanes_t lanes; /* what its lanes promise (ep_lanes) */
     _Atomic int connected; /* 1: a flush of ep completed, so its connection is set up */
 } peer_t;
 
@@ -619,46 +619,32 @@ static int ucx_has_ep(int w)
     return w >= 0 && w < ux.npeers && ux.peers[w].ep != NULL;
 }
 
-/* What ep's lanes promise. UCX 1.13 has no query for an endpoint's lanes, so this reads the
- * lane table ucp_ep_print_info prints ("lane[0]: 3:sysv/memory.0 md[2] -> ... amo#0 am").
+/* What ep's lanes promise (lanes.h reads the table ucp_ep_print_info prints).
  *  - dev_amo: one of its atomic lanes is a network device's: its atomics on registered
  *    memory complete without the target's CPU. The shared-memory transports' atomic lanes
  *    reach only memory UCX allocated (ucx_key_mapped tells that apart); without an
  *    atomic lane (tcp) UCX emulates atomics with active messages the target's worker serves.
+ *  - dev_rma: the same for puts and gets: large pieces then go by RDMA, not as a rendezvous
+ *    through the target's agent (RMA_RNDV), which pays only where UCX emulates RMA on
+ *    window memory.
  *  - ordered: every lane is tcp. UCX has no RMA or atomic lane there (librma turns tcp's
  *    put off, ucx_context): it emulates puts, gets and atomics with active messages on the
  *    endpoint's one AM lane, a byte stream whose messages the target's worker applies as
  *    they arrive, in issue order. A device with RDMA lanes (or several transports) gives no
  *    such order between lanes, so there ordering takes a flush. */
-static void ep_lanes(ucp_ep_h ep, int *dev_amo, int *ordered)
+static void ep_lanes(ucp_ep_h ep, rma_ucx_lanes_t *out)
 {
-    static const char *const shm[] = {"sysv/", "posix/", "xpmem/", "knem/", "cma/", "self/"};
-    char *text = NULL, *line, *save = NULL;
+    char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    int lanes = 0, tcp = 0;
 
-    *dev_amo = *ordered = 0;
+    memset(out, 0, sizeof(*out));
     if (f == NULL)
         return;
     ucp_ep_print_info(ep, f);
     fclose(f);
-    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-        const char *tl = strstr(line, "lane[");
-        int is_shm = 0;
-        /* "lane[i]: <rsc>:<tl>/<dev>.<path> ..." */
-        if (tl == NULL || (tl = strchr(tl, ':')) == NULL || (tl = strchr(tl + 1, ':')) == NULL)
-            continue;
-        lanes++;
-        tcp += strncmp(tl + 1, "tcp/", 4) == 0;
-        if (strstr(line, " amo#") == NULL)
-            continue;
-        for (size_t i = 0; i < sizeof(shm) / sizeof(shm[0]); i++)
-            is_shm |= strncmp(tl + 1, shm[i], strlen(shm[i])) == 0;
-        *dev_amo |= !is_shm;
-    }
+    rma_ucx_lanes_read(text, out);
     free(text);
-    *ordered = lanes > 0 && tcp == lanes;
 }
 
 /* UCX found the peer behind a watch endpoint gone (its process died, its connection
@@ -717,7 +703,7 @@ static int ep_create(int w, const ucp_address_t *addr, const ucp_address_t *wadd
         return -1;
     watch_create(w, waddr);
     /* the lanes are chosen at creation */
-    ep_lanes(ux.peers[w].ep, &ux.peers[w].dev_amo, &ux.peers[w].ordered);
+    ep_lanes(ux.peers[w].ep, &ux.peers[w].lanes);
     return 0;
 }
 
@@ -769,12 +755,13 @@ static int ucx_tgt_init(rma_nm_tgt_t *t, int w)
 {
     if (!ucx_has_ep(w))
         return -ENOTCONN;
-    t->dev_amo = ux.peers[w].dev_amo;
-    t->ordered = ux.peers[w].ordered && rma_env.ordered;
+    t->dev_amo = ux.peers[w].lanes.dev_amo;
+    t->dev_rma = ux.peers[w].lanes.dev_rma;
+    t->ordered = ux.peers[w].lanes.ordered && rma_env.ordered;
     /* over tcp alone UCX's puts and gets are active messages too, each acknowledged: larger
      * pieces and more of them in one of librma's requests cost no more and move 3-8 times
      * the bytes (doc/tuning.md) */
-    t->am_rma = ux.peers[w].ordered; /* every lane is tcp */
+    t->am_rma = ux.peers[w].lanes.ordered; /* every lane is tcp */
     t->hx_piece = t->am_rma ? rma_env.hx_piece_am : rma_env.hx_piece;
     t->hx_get_piece = t->am_rma ? rma_env.hx_piece_am : rma_env.hx_get_piece;
     t->aggregate = t->am_rma ? rma_env.aggregate_am : rma_env.aggregate;

@@ -1,0 +1,52 @@
+/*
+ * lanes.c - reading an endpoint's lane table (lanes.h).
+ */
+#include "netmod/ucx/lanes.h"
+
+#include <string.h>
+
+/* 1 when the line's uses include `use` followed by '#' (a numbered role such as "rma#0"). */
+static int has_use(const char *line, const char *use)
+{
+    size_t n = strlen(use);
+
+    for (const char *p = strstr(line, use); p != NULL; p = strstr(p + 1, use))
+        if ((p == line || p[-1] == ' ') && p[n] == '#')
+            return 1;
+    return 0;
+}
+
+void rma_ucx_lanes_read(const char *text, rma_ucx_lanes_t *out)
+{
+    static const char *const local[] = {"sysv/", "posix/", "xpmem/", "knem/", "cma/", "self/"};
+    int tcp = 0;
+
+    memset(out, 0, sizeof(*out));
+    for (const char *line = text; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n'), *tl;
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        char buf[512];
+        int is_tcp, is_local = 0;
+
+        if (len >= sizeof(buf))
+            len = sizeof(buf) - 1;
+        memcpy(buf, line, len);
+        buf[len] = '\0';
+        line = end != NULL ? end + 1 : NULL;
+        tl = strstr(buf, "lane[");
+        /* "lane[i]: <rsc>:<tl>/..." */
+        if (tl == NULL || (tl = strchr(tl, ':')) == NULL || (tl = strchr(tl + 1, ':')) == NULL)
+            continue;
+        tl++;
+        out->lanes++;
+        is_tcp = strncmp(tl, "tcp/", 4) == 0;
+        tcp += is_tcp;
+        for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+            is_local |= strncmp(tl, local[i], strlen(local[i])) == 0;
+        if (is_local || is_tcp)
+            continue;
+        out->dev_amo |= has_use(buf, "amo");
+        out->dev_rma |= has_use(buf, "rma") || has_use(buf, "rma_bw");
+    }
+    out->ordered = out->lanes > 0 && tcp == out->lanes;
+}
