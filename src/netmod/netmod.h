@@ -330,11 +330,6 @@ typedef struct rma_netmod {
      * process: every librma wait serves the peers. Handlers run inside it, so no caller may
      * hold a lock a handler takes (a window's dyn_mtx). 1 when something happened. */
     int (*progress)(void);
-    /* Serves peers' operations on this process once unless the agent is doing so right now:
-     * for a rank that waits for other ranks anyway (on a machine whose cores all run
-     * spinning ranks the agent may not get a core for a while). 1 when something happened;
-     * 0 at once when not started. */
-    int (*serve)(void);
     /* Drives progress (backing off) until *count is 0: the answers an active message
      * handler counts down have arrived. */
     void (*wait_zero)(_Atomic int *count);

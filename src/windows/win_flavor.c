@@ -346,6 +346,15 @@ static void win_shm_targets(rma_win_t *win)
             win->targets[t].nm.ops = &rma_nm_shm_ops;
 }
 
+/* Undoes the exposure *m (an rma_nm_mem_t, or NULL) and frees it. */
+static void net_mem_free(void **m)
+{
+    if (*m != NULL)
+        rma_net->unexpose(*m);
+    free(*m);
+    *m = NULL;
+}
+
 /* Releases the keys and registrations of the off-node targets; their operations are
  * complete first. */
 static void win_net_release(rma_win_t *win)
@@ -355,25 +364,18 @@ static void win_net_release(rma_win_t *win)
         if (win->targets[t].local)
             continue;
         rma_hx_agg_free(nm); /* an epoch left open: its puts are not sent now */
-        if (nm->ops != NULL)
+        if (nm->ops != NULL) {
             nm->ops->flush(nm);
-        if (nm->ops != NULL && nm->data_key != nm->ctl_key)
-            nm->ops->key_close(nm->data_key);
-        if (nm->ops != NULL)
+            if (nm->data_key != nm->ctl_key)
+                nm->ops->key_close(nm->data_key);
             nm->ops->key_close(nm->ctl_key);
+        }
         nm->data_key = nm->ctl_key = NULL;
         nm->data_mapped = 0;
     }
-    if (win->net_data != NULL)
-        rma_net->unexpose(win->net_data);
-    free(win->net_data);
-    win->net_data = NULL;
-    if (win->seg_ucx)
-        return; /* the segment itself: freed by win_destroy after its last use */
-    if (win->net_ctl != NULL)
-        rma_net->unexpose(win->net_ctl);
-    free(win->net_ctl);
-    win->net_ctl = NULL;
+    net_mem_free(&win->net_data);
+    if (!win->seg_ucx) /* else the segment itself: freed by win_destroy after its last use */
+        net_mem_free(&win->net_ctl);
 }
 
 /* Collective when the window has off-node peers: endpoints (worker addresses travel once
@@ -524,9 +526,7 @@ static void win_destroy(rma_win_t *win)
         pool_put(&e);
         win->seg_fd = -1;
     } else if (win->seg_ucx) {
-        rma_net->unexpose(win->net_ctl);
-        free(win->net_ctl);
-        win->net_ctl = NULL;
+        net_mem_free(&win->net_ctl);
     } else {
         rma_seg_detach(win->seg, win->seg_len);
     }

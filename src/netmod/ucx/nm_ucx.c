@@ -57,7 +57,7 @@ static struct {
     int (*drain)(rma_nm_tgt_t *t); /* sends what t->agg holds back */
     pthread_mutex_t lock;          /* start and endpoint creation (MPI_THREAD_MULTIPLE) */
     pthread_mutex_t tw_mtx;        /* the target worker: the agent, or a rank serving while it
-                                      waits (ucx_serve) */
+                                      waits (tw_progress) */
     pthread_mutex_t ww_mtx;        /* the watch worker */
     _Atomic unsigned rank_polls;   /* times an application thread drove the target worker */
 } ux = {.tw_fd = -1,
@@ -90,7 +90,7 @@ static int ucx_started(void)
 
 /* Drives the target worker (peers' operations on this process) once, and serves what
  * was left for later, unless another thread is at it. Whoever holds tw_mtx does: the agent,
- * or a rank that waits (ucx_serve). 1 when something happened, 0 when not, -1 when
+ * or a rank that waits (tw_progress). 1 when something happened, 0 when not, -1 when
  * another thread holds the worker. */
 static int tw_try(void)
 {
@@ -136,11 +136,6 @@ static int ucx_progress(void)
      * two ranks flushing to each other would wait for their agents */
     n += tw_progress();
     return n != 0;
-}
-
-static int ucx_serve(void)
-{
-    return ux.started ? tw_progress() : 0;
 }
 
 static void ucx_quiesce(void)
@@ -1274,7 +1269,6 @@ const rma_netmod_t rma_nm_ucx = {
     .am_reply = ucx_am_reply,
     .am_recv = ucx_am_recv,
     .progress = ucx_progress,
-    .serve = ucx_serve,
     .wait_zero = ucx_wait_zero,
     .quiesce = ucx_quiesce,
     .barrier = ucx_barrier,
