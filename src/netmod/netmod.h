@@ -306,8 +306,9 @@ typedef struct rma_netmod {
     /* Fills t (ops, endpoint, what the endpoint's lanes can do) for world rank w. 0 or
      * -errno. */
     int (*tgt_init)(rma_nm_tgt_t *t, int w);
-    /* Exposes [base, base+len), filling mem with its registration and key blob. 0 or
-     * -errno. */
+    /* Exposes [base, base+len), rounded out to whole aligned 8-byte words (1/2-byte
+     * accumulate elements are updated by a compare-and-swap of the word holding them),
+     * filling mem with its registration and key blob. 0 or -errno. */
     int (*expose)(void *base, size_t len, rma_nm_mem_t *mem);
     /* Allocates len bytes that the transport exposes and reaches without this process's CPU
      * where it can (ucx: System V shared memory between processes of one machine,

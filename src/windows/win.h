@@ -126,9 +126,10 @@ static inline _Atomic uint64_t *rma_ctl_post(rma_ctl_t *ctl, int origin, int tar
  * agree; doc/atomicity.md): ATOMIC every (origin, target) pair is mapped, CPU atomics
  * apply; LOCKED some pair is reached through CMA, every accumulate takes stripe locks;
  * DYNAMIC decided per attached region. */
-/* NET: the window has off-node peers and every same-node pair is mapped: 4/8-byte integer
- * and floating elements are updated with atomics by every origin (CPU atomics on the node,
- * network atomics from other nodes), every other element under stripe locks. */
+/* NET: the window has off-node peers and every same-node pair is mapped: elements of the
+ * kinds with a CPU atomic are updated with atomics by every origin (CPU atomics on the node,
+ * network atomics from other nodes; 1/2-byte ones a compare-and-swap of their 8-byte word),
+ * every other element under stripe locks. */
 enum {
     RMA_ACC_MODE_UNKNOWN = 0,
     RMA_ACC_MODE_ATOMIC,

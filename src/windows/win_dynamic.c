@@ -47,7 +47,7 @@ typedef struct rma_dyn_cache {
     struct dyn_entry {
         uint64_t base, len;
         void *key;
-        int atomic; /* 4/8-byte elements take atomics there (doc/atomicity.md) */
+        int atomic; /* elements with a CPU atomic take atomics there (doc/atomicity.md) */
     } * r;
 } rma_dyn_cache_t;
 

@@ -12,6 +12,13 @@
  *    fetched tickets, the fetched doubles and the values each successful CAS replaced each
  *    form a permutation of 0..nprocs*ITER-1 (nothing lost or done twice); MAXLOC picks the
  *    largest value with the smallest index. Read by the target itself and through MPI_Get;
+ *    Then 1- and 2-byte elements, which off node are compare-and-swaps of the 8-byte word
+ *    holding them while same-node origins use byte atomics: a byte lane per rank in one word
+ *    (one-element MPI_Accumulate, LANE_REPS per iteration), its neighbour bytes written meanwhile by MPI_Put (never
+ *    undone), a whole word of MPI_SIGNED_CHAR per call, MPI_SHORT fetch_and_op tickets, a
+ *    21-byte MPI_UNSIGNED_CHAR accumulate across three words from an odd offset racing
+ *    one-element calls on its bytes, and a compare_and_swap byte lane per rank. Wrapped
+ *    totals exact, tickets a permutation, every lane's swap seeing its own last value;
  *  - exclusive locks: MPI_Win_lock(EXCLUSIVE), get, flush, increment, put, unlock on one
  *    counter, ITER/4 times per rank: the total is exact.
  * And per flavor, between every pair of ranks (self included): fence epochs, then PSCW
@@ -41,6 +48,15 @@ static const char *fname[] = {"create", "allocate", "dynamic"};
 #define O_GACC    192  /* double: get_accumulate SUM 1.0 */
 #define O_MAXLOC  256  /* 2INT: accumulate MAXLOC */
 #define O_XCNT    320  /* int64: exclusive lock get/increment/put */
+#define O_LANE    384  /* uchar[8]: [r] rank r's accumulate lane, [4 + r] its put lane */
+#define O_WORD    392  /* schar[8]: accumulate SUM j+1 on the whole word */
+#define O_SHORT   400  /* short: fetch_and_op SUM 1 */
+#define O_SPAN    408  /* uchar[24]: accumulate SUM 1 on [3, 24), one-element on [3 + 2r] */
+#define O_CASB    432  /* uchar[8]: [r] rank r's compare_and_swap lane */
+#define NLANES    4    /* ranks with lanes */
+#define LANE_REPS 4    /* accumulates per iteration on a lane: the word's hottest race */
+#define SPAN_LO   3
+#define SPAN_N    21
 #define O_FENCE   1024 /* int[nprocs][NDATA]: the fence phase's slot of each origin */
 #define O_PSCW(n) (O_FENCE + (n)*NDATA * (int)sizeof(int))
 
@@ -159,6 +175,35 @@ static void check_counters(const char *c, const char *what)
     memcpy(pair, c + O_MAXLOC, 8);
     CHECK(pair[0] == bv && pair[1] == bi, "%s: maxloc (%d, %d), want (%d, %d)", what, pair[0],
           pair[1], bv, bi);
+    for (int r = 0; r < nprocs && r < NLANES; r++) {
+        unsigned char lane = (unsigned char)c[O_LANE + r], put = (unsigned char)c[O_LANE + 4 + r];
+        unsigned char casb = (unsigned char)c[O_CASB + r];
+        CHECK(lane == (unsigned char)(ITER * LANE_REPS), "%s: rank %d's byte lane %d, want %d",
+              what, r, lane, ITER * LANE_REPS & 0xff);
+        CHECK(put == (ITER - 1) % 100 + 1, "%s: rank %d's put byte %d, want %d", what, r, put,
+              (ITER - 1) % 100 + 1);
+        CHECK(casb == (unsigned char)ITER, "%s: rank %d's compare_and_swap byte %d, want %d", what,
+              r, casb, ITER & 0xff);
+    }
+    for (int j = 0; j < 8; j++) {
+        signed char want = (signed char)(unsigned char)(total * (j + 1));
+        CHECK((signed char)c[O_WORD + j] == want, "%s: signed char word [%d] %d, want %d", what, j,
+              (signed char)c[O_WORD + j], want);
+    }
+    {
+        short sv;
+        memcpy(&sv, c + O_SHORT, 2);
+        CHECK(sv == (short)total, "%s: short fetch_and_op counter %d, want %lld", what, sv, total);
+    }
+    for (int k = 0; k < 24; k++) {
+        long long n = k < SPAN_LO ? 0 : total;
+        int j = k - SPAN_LO;
+        if (j >= 0 && j % 2 == 0 && j / 2 < nprocs)
+            n += ITER;
+        CHECK((unsigned char)c[O_SPAN + k] == (unsigned char)n,
+              "%s: 21-byte accumulate [%d] %d, want %d", what, k, (unsigned char)c[O_SPAN + k],
+              (int)(n & 0xff));
+    }
     memcpy(&i64, c + O_XCNT, 8);
     total = (long long)(ITER / 4) * nprocs;
     CHECK(i64 == total, "%s: exclusive-lock counter %lld, want %lld", what, (long long)i64, total);
@@ -167,8 +212,8 @@ static void check_counters(const char *c, const char *what)
 /* Atomics of every rank on target t inside lock_all, then exclusive-lock increments. */
 static void contend(win_t *w, int flavor, int t)
 {
-    long long *tk = malloc(sizeof(long long) * ITER * 3);
-    long long *t_fop = tk, *t_gacc = tk + ITER, *t_cas = tk + 2 * ITER;
+    long long *tk = malloc(sizeof(long long) * ITER * 4);
+    long long *t_fop = tk, *t_gacc = tk + ITER, *t_cas = tk + 2 * ITER, *t_short = tk + 3 * ITER;
     int acc[NACC], other = (t + 1) % nprocs;
     long cas_retries = 0;
     char what[96];
@@ -212,6 +257,43 @@ static void contend(win_t *w, int flavor, int t)
             cur = got;
         }
         t_cas[i] = cur;
+
+        /* 1- and 2-byte elements */
+        {
+            unsigned char one8 = 1, ones[SPAN_N], casv = (unsigned char)i,
+                          casn = (unsigned char)(i + 1), casr = 0;
+            unsigned char putv = (unsigned char)(i % 100 + 1);
+            signed char word[8];
+            short s1 = 1, sr = -1;
+
+            memset(ones, 1, sizeof(ones));
+            for (int j = 0; j < 8; j++)
+                word[j] = (signed char)(j + 1);
+            if (rank < NLANES) {
+                for (int k = 0; k < LANE_REPS; k++)
+                    MPI_OK(MPI_Accumulate(&one8, 1, MPI_UNSIGNED_CHAR, t,
+                                          disp(w, t, O_LANE + rank), 1, MPI_UNSIGNED_CHAR, MPI_SUM,
+                                          w->win));
+                MPI_OK(MPI_Put(&putv, 1, MPI_UNSIGNED_CHAR, t, disp(w, t, O_LANE + 4 + rank), 1,
+                               MPI_UNSIGNED_CHAR, w->win));
+            }
+            MPI_OK(MPI_Accumulate(word, 8, MPI_SIGNED_CHAR, t, disp(w, t, O_WORD), 8,
+                                  MPI_SIGNED_CHAR, MPI_SUM, w->win));
+            MPI_OK(MPI_Fetch_and_op(&s1, &sr, MPI_SHORT, t, disp(w, t, O_SHORT), MPI_SUM, w->win));
+            MPI_OK(MPI_Accumulate(ones, SPAN_N, MPI_UNSIGNED_CHAR, t, disp(w, t, O_SPAN + SPAN_LO),
+                                  SPAN_N, MPI_UNSIGNED_CHAR, MPI_SUM, w->win));
+            MPI_OK(MPI_Accumulate(&one8, 1, MPI_UNSIGNED_CHAR, t,
+                                  disp(w, t, O_SPAN + SPAN_LO + 2 * rank), 1, MPI_UNSIGNED_CHAR,
+                                  MPI_SUM, w->win));
+            if (rank < NLANES)
+                MPI_OK(MPI_Compare_and_swap(&casn, &casv, &casr, MPI_UNSIGNED_CHAR, t,
+                                            disp(w, t, O_CASB + rank), w->win));
+            MPI_OK(MPI_Win_flush(t, w->win));
+            t_short[i] = sr;
+            if (rank < NLANES)
+                CHECK(casr == casv, "%s to %d: byte compare_and_swap %d saw %d, want %d",
+                      fname[flavor], t, i, casr, casv);
+        }
     }
     MPI_OK(MPI_Win_flush_all(w->win));
     MPI_OK(MPI_Win_unlock_all(w->win));
@@ -253,6 +335,8 @@ static void contend(win_t *w, int flavor, int t)
     snprintf(what, sizeof(what), "%s, target %d: values replaced by compare_and_swap",
              fname[flavor], t);
     rt_check_permutation(t_cas, ITER, what);
+    snprintf(what, sizeof(what), "%s, target %d: short fetch_and_op tickets", fname[flavor], t);
+    rt_check_permutation(t_short, ITER, what);
     {
         long all = 0;
         MPI_Reduce(&cas_retries, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

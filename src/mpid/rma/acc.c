@@ -197,6 +197,12 @@ int rma_acc_op_allowed(MPI_Datatype basic, int op)
     return 0;
 }
 
+/* The CPU-atomic kind of predefined type basic; RMA_AK_LOCKED for the types without one. */
+static int type_kind(MPI_Datatype basic)
+{
+    return RMA_DT_IS_BUILTIN(basic) ? rma_acc_types[(unsigned)basic & 0xff].kind : RMA_AK_LOCKED;
+}
+
 int rma_acc_type_class(MPI_Datatype basic)
 {
     unsigned h = (unsigned)basic;
@@ -455,6 +461,56 @@ RMA_ACC_FLT_KINDS(PLAIN_DEF_FLT)
 static int (*const plain_kernels[])(int, void *, const char *, size_t) = {
     RMA_ACC_INT_KINDS(PLAIN_ENTRY) RMA_ACC_FLT_KINDS(PLAIN_ENTRY)};
 
+static int (*plain_kernel(int akind))(int, void *, const char *, size_t)
+{
+    return akind < (int)(sizeof(plain_kernels) / sizeof(plain_kernels[0])) ? plain_kernels[akind]
+                                                                           : NULL;
+}
+
+/* Bytes from ta to the end of its aligned 8-byte word, at most len. */
+static size_t word_run(uintptr_t ta, size_t len)
+{
+    size_t left = 8 - (ta & 7);
+    return len < left ? len : left;
+}
+
+/* t = t op o on n bytes of elements of kind akind that nobody else sees (a copy of a word
+ * about to be compare-and-swapped). */
+static void copy_apply(int op, int akind, size_t es, char *t, const char *o, size_t n)
+{
+    int (*plain)(int, void *, const char *, size_t) = plain_kernel(akind);
+
+    if (op == RMA_OP_REPLACE)
+        memcpy(t, o, n);
+    else if (op != RMA_OP_NO_OP && (plain == NULL || plain(op, t, o, n / es) != 0))
+        for (size_t i = 0; i < n; i += es) /* C bool, or an op the plain kernels leave out */
+            rma_acc_atomic(akind, op, t + i, o + i, NULL, 1);
+}
+
+/* Elements of a 1/2-byte kind, n bytes at t (mapped here, aligned), a word at a time: one
+ * compare-and-swap of each aligned 8-byte word they share instead of one atomic each. The
+ * word's other bytes go back as they were read (a store to them in between makes the swap
+ * fail, never lost); a word never crosses a page, so it is mapped wherever t is. */
+static void words_apply(int op, int akind, size_t es, char *t, const char *o, char *r, size_t n)
+{
+    for (size_t i = 0, k; i < n; i += k) {
+        uintptr_t ta = (uintptr_t)(t + i);
+        _Atomic uint64_t *w = (_Atomic uint64_t *)(ta & ~(uintptr_t)7);
+        uint64_t old = atomic_load_explicit(w, memory_order_seq_cst), nv;
+        size_t at = ta & 7;
+
+        k = word_run(ta, n - i);
+        if (op != RMA_OP_NO_OP)
+            do {
+                nv = old;
+                copy_apply(op, akind, es, (char *)&nv + at, o + i, k);
+            } while (!atomic_compare_exchange_weak_explicit(w, &old, nv, memory_order_seq_cst,
+                                                            memory_order_relaxed));
+        if (r != NULL)
+            memcpy(r + i, (char *)&old + at, k);
+    }
+}
+
 /* n bytes of whole elements at t, mapped here, aligned, whose stripes are held: the
  * previous values to r, then t = t op o. Elements on spans whose stripe was marked when
  * taken (seen) take one CPU atomic each, as one-element calls may update them at any
@@ -465,9 +521,7 @@ static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_
 {
     static const stripe_set_t none;
     int any = memcmp(seen, &none, sizeof(none)) != 0;
-    int (*plain)(int, void *, const char *, size_t) =
-        akind < (int)(sizeof(plain_kernels) / sizeof(plain_kernels[0])) ? plain_kernels[akind]
-                                                                        : NULL;
+    int (*plain)(int, void *, const char *, size_t) = plain_kernel(akind);
 
     for (size_t pos = 0, end; pos < n; pos = end) {
         int marked = any && stripe_in(seen, rma_acc_stripe_of(trank, key + pos));
@@ -483,7 +537,11 @@ static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_
             } while (p < n && stripe_in(seen, rma_acc_stripe_of(trank, key + p)) == marked);
             end = p < n ? p : n;
         }
-        if (marked || plain == NULL) { /* plain == NULL: C bool */
+        if ((marked || plain == NULL) && es < 4) { /* plain == NULL: C bool */
+            words_apply(op, akind, es, tt, oo, rr, end - pos);
+            continue;
+        }
+        if (marked || plain == NULL) {
             for (size_t i = 0; i < end - pos; i += es)
                 rma_acc_atomic(akind, op, tt + i, oo ? oo + i : NULL, rr ? rr + i : NULL, relaxed);
             continue;
@@ -581,7 +639,7 @@ static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
 }
 
 /* 1 when the off-node target's bytes at ta are updated with network atomics (elements of
- * the 4/8-byte kinds; doc/atomicity.md). */
+ * the kinds with a CPU atomic, in a NET window or region; doc/atomicity.md). */
 static int net_atomic_at(const acc_op_t *a, uintptr_t ta)
 {
     if (a->win->targets[a->trank].local)
@@ -590,6 +648,44 @@ static int net_atomic_at(const acc_op_t *a, uintptr_t ta)
         if (ta >= a->span.maps[i].lo && ta < a->span.maps[i].hi)
             return a->span.maps[i].atomic;
     return a->win->acc_mode == RMA_ACC_MODE_NET;
+}
+
+/* Elements of a 1/2-byte kind, n bytes at off-node target address ta inside one aligned
+ * 8-byte word: UCX has no network atomic of their size, so the word is read and then
+ * compare-and-swapped with the new bytes (computed here with the kernel a CPU atomic uses),
+ * retried until it lands. The word's other bytes go back as they were read; a store to them
+ * in between makes the swap fail, never lost. Exposures cover whole words (netmod.h). The
+ * previous bytes go to r unless r is NULL. 0 or -errno. */
+static int acc_net_word(acc_op_t *a, uintptr_t ta, size_t n, const char *o, char *r)
+{
+    rma_nm_tgt_t *nm = &a->win->targets[a->trank].nm;
+    void *key = rma_tspan_key(&a->span, ta);
+    uintptr_t w = ta & ~(uintptr_t)7;
+    size_t at = ta - w;
+    uint64_t old, nv, seen;
+    int rc = nm->ops->amo(nm, key, RMA_NM_AMO_ADD, 8, w, 0, 0, &old);
+
+    if (rma_unlikely(rma_env.acc_gap_us > 0)) /* tests: the word changes before the swap */
+        usleep((useconds_t)rma_env.acc_gap_us);
+    while (rc == 0 && a->op != RMA_OP_NO_OP) {
+        char *b = (char *)&nv + at;
+
+        nv = old;
+        if (a->kind == RMA_CAS) {
+            if (memcmp(b, a->compare, n) != 0)
+                break;
+            memcpy(b, o, n);
+        } else {
+            copy_apply(a->op, a->akind, a->esize, b, o, n);
+        }
+        if ((rc = nm->ops->amo(nm, key, RMA_NM_AMO_CSWAP, 8, w, nv, old, &seen)) != 0 ||
+            seen == old)
+            break;
+        old = seen;
+    }
+    if (rc == 0 && r != NULL)
+        memcpy(r, (char *)&old + at, n);
+    return rc;
 }
 
 /* One element of a 4/8-byte kind at off-node target address ta, with network atomics: the
@@ -669,10 +765,15 @@ static int acc_piece(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
         n = n >= es ? n - n % es : es; /* whole elements; one cut by a seam goes alone */
         m = rma_tspan_map(&a->span, ta, n);
         if (net_atomic_at(a, ta) && (ta & (es - 1)) == 0) {
-            for (size_t i = 0; i < n; i += es)
-                if ((rc = acc_net_elem(a, ta + i, a->opk ? a->opk + off + i : NULL,
-                                       a->rpk != NULL ? a->rpk + off + i : NULL)) != 0)
+            for (size_t i = 0, k; i < n; i += k) { /* a word at a time for 1/2-byte kinds */
+                const char *o = a->opk ? a->opk + off + i : NULL;
+                char *r = a->rpk != NULL ? a->rpk + off + i : NULL;
+
+                k = es >= 4 ? es : word_run(ta + i, n - i);
+                if ((rc = es >= 4 ? acc_net_elem(a, ta + i, o, r)
+                                  : acc_net_word(a, ta + i, k, o, r)) != 0)
                     return rc;
+            }
         } else if (m != NULL && m->atomic && ((ta - m->lo + (uintptr_t)m->local) & (es - 1)) == 0) {
             char *t = m->local + (ta - m->lo), *r = a->rpk != NULL ? a->rpk + off : NULL;
             const char *o = a->opk != NULL ? a->opk + off : NULL;
@@ -865,10 +966,7 @@ static int amo_direct(const rma_nm_tgt_t *nm)
  * acc_locked.c's. The others (MPI_REAL16, MPI_COMPLEX32) stay on the origin-side path. */
 static int serve_known(MPI_Datatype basic, int op)
 {
-    int akind =
-        RMA_DT_IS_BUILTIN(basic) ? rma_acc_types[(unsigned)basic & 0xff].kind : RMA_AK_LOCKED;
-
-    return akind != RMA_AK_LOCKED || rma_acc_locked_known(basic, op);
+    return type_kind(basic) != RMA_AK_LOCKED || rma_acc_locked_known(basic, op);
 }
 
 /* A call of at most this many elements to an off-node target whose window memory UCX maps
@@ -885,25 +983,26 @@ static int serve_known(MPI_Datatype basic, int op)
 
 static int acc_mapped_small(const acc_op_t *a)
 {
-    /* the type's own kind: a->akind is RMA_AK_LOCKED for 8/16-bit integers on windows with
-     * network peers too (no network atomic of that size), and those have CPU atomics here */
-    int tkind =
-        RMA_DT_IS_BUILTIN(a->basic) ? rma_acc_types[(unsigned)a->basic & 0xff].kind : RMA_AK_LOCKED;
-
     return a->win->targets[a->trank].nm.data_mapped && a->nelem <= ACC_MAPPED_MAX &&
-           tkind != RMA_AK_LOCKED &&
+           a->akind != RMA_AK_LOCKED &&
            (a->kind != RMA_ACC || rma_hx_agg_first(a->win, a->trank, a->nelem * a->esize));
 }
 
-/* The element at the target buffer's start takes one CPU atomic (one-element calls that
- * do so take no stripe). */
+/* The call is one atomic: one element that one CPU or network atomic updates, or off node
+ * the elements of a 1/2-byte kind inside one word (acc_net_word). Such calls take no
+ * stripe. */
 static int acc_single_atomic(const acc_op_t *a, MPI_Datatype ttype)
 {
     const rma_dyn_hit_t *m = rma_tspan_map(&a->span, a->span.taddr, a->esize);
 
-    if (net_atomic_at(a, a->span.taddr))
-        return a->nelem == 1 && RMA_DT_IS_BUILTIN(ttype) && a->akind != RMA_AK_LOCKED &&
-               (a->span.taddr & (a->esize - 1)) == 0;
+    if (net_atomic_at(a, a->span.taddr)) {
+        /* off node, elements of a 1/2-byte kind that share one word are one atomic too */
+        size_t bytes = a->nelem * a->esize;
+        return RMA_DT_IS_BUILTIN(ttype) && a->akind != RMA_AK_LOCKED &&
+               (a->span.taddr & (a->esize - 1)) == 0 &&
+               (a->nelem == 1 || (a->esize < 4 && word_run(a->span.taddr, bytes) == bytes &&
+                                  rma_tspan_run(&a->span, a->span.taddr, bytes) >= bytes));
+    }
     return a->nelem == 1 && RMA_DT_IS_BUILTIN(ttype) && a->akind != RMA_AK_LOCKED && m != NULL &&
            m->atomic && ((uintptr_t)(m->local + (a->span.taddr - m->lo)) & (a->esize - 1)) == 0;
 }
@@ -1058,9 +1157,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                           .riov = a->riov};
     a->esize = (size_t)a->td->basic_size;
     a->nelem = tbytes / a->td->basic_size;
-    a->akind = rma_acc_kind(win, RMA_DT_IS_BUILTIN(a->basic)
-                                     ? rma_acc_types[(unsigned)a->basic & 0xff].kind
-                                     : RMA_AK_LOCKED);
+    a->akind = type_kind(a->basic);
     a->relaxed = rma_acc_relaxed(win);
     a->key0 = (uint64_t)(a->span.taddr - win->targets[trank].remote_base);
 
@@ -1251,8 +1348,7 @@ int rma_acc_serve(rma_win_t *win, const rma_hx_rec_t *recs, uint32_t nrec, int k
 {
     size_t es = rma_acc_serve_esize(basic), off = 0;
     uint64_t base = win->flavor == MPI_WIN_FLAVOR_DYNAMIC ? 0 : (uint64_t)(uintptr_t)win->base;
-    int akind =
-        RMA_DT_IS_BUILTIN(basic) ? rma_acc_types[(unsigned)basic & 0xff].kind : RMA_AK_LOCKED;
+    int akind = type_kind(basic);
     int relaxed = rma_acc_relaxed(win), rc = 0;
     stripe_set_t set, seen;
 

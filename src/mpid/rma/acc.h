@@ -359,13 +359,6 @@ static inline int rma_acc_stripe_clear(rma_win_t *win, int trank, uint64_t key)
  * one-element atomic (CPU or network). */
 void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key);
 
-/* The kind an element of basic kind `kind` is updated as on this window: in windows with
- * off-node peers only the 4/8-byte kinds have network atomics; the others take stripes. */
-static inline int rma_acc_kind(const rma_win_t *win, int kind)
-{
-    return !win->net || (kind >= RMA_AK_S32 && kind <= RMA_AK_F64) ? kind : RMA_AK_LOCKED;
-}
-
 /* ------------------------------------------------------------------ fast paths */
 
 /* The type entry and mapped, aligned target address of one predefined element when the
@@ -381,7 +374,7 @@ static inline char *rma_acc_fast_target(rma_win_t *win, MPI_Datatype dt, int op,
 
     if (rma_unlikely((unsigned)trank >= (unsigned)win->nranks ||
                      (win->acc_mode != RMA_ACC_MODE_ATOMIC && win->acc_mode != RMA_ACC_MODE_NET) ||
-                     ty->handle != dt || rma_acc_kind(win, ty->kind) == RMA_AK_LOCKED ||
+                     ty->handle != dt || ty->kind == RMA_AK_LOCKED ||
                      (unsigned)op >= RMA_OP_COUNT || !((rma_acc_type_ops[h & 0xff] >> op) & 1)))
         return NULL;
     tg = &win->targets[trank];

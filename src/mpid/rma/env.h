@@ -35,7 +35,8 @@ typedef struct rma_env {
     int lock_lazy;       /* RMA_LOCK_LAZY: a shared lock on a target reached over tcp alone is
                          taken by the target's agent with the epoch's operations (sync/lock.c) */
     int acc_gap_us;      /* RMA_TEST_ACC_GAP: for tests, a one-element atomic on the slow path
-                         sleeps this long between seeing its stripe free and updating */
+                         sleeps this long between seeing its stripe free and updating, an
+                         off-node 1/2-byte one between reading its word and swapping it */
 } rma_env_t;
 
 #define RMA_AGGREGATE_AM (64u << 10)

@@ -771,13 +771,18 @@ static int ucx_tgt_init(rma_nm_tgt_t *t, int w)
 
 /* One ucp_mem_map: registers [*base, +len), or with UCP_MEM_MAP_ALLOCATE lets UCX allocate
  * the memory (then *base gets its address); packs the remote key. */
+/* Registers whole aligned 8-byte words around [*base, *base + len) (a word never crosses a
+ * page): off-node accumulates of 1/2-byte elements are compare-and-swaps of the word holding
+ * them, which may reach just outside the window (netmod.h expose). */
 static int mem_map(void **base, size_t len, unsigned flags, rma_nm_mem_t *mem)
 {
+    uintptr_t lo = (uintptr_t)*base & ~(uintptr_t)7,
+              hi = ((uintptr_t)*base + len + 7) & ~(uintptr_t)7;
     ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                                              UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                                              UCP_MEM_MAP_PARAM_FIELD_FLAGS,
-                               .address = *base,
-                               .length = len ? len : 1,
+                               .address = (void *)lo,
+                               .length = hi > lo ? hi - lo : 8,
                                .flags = flags};
     ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
     ucp_mem_h memh;
