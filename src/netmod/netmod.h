@@ -89,6 +89,21 @@ typedef struct rma_nm_tgt {
     rma_nm_gate_t *_Atomic gate;      /* set: opened before anything is sent to the target */
 } rma_nm_tgt_t;
 
+/* 1 when UCX's puts and gets to t's window memory need t's worker anyway: tcp alone, or
+ * memory that UCX neither maps here nor reaches with a device's RDMA (it emulates RDMA on
+ * it with active messages). A request to the target's agent then costs no more, and a
+ * shared lock can ride on it (sync/lock.c, lazy locks). */
+static inline int rma_nm_served(const rma_nm_tgt_t *t)
+{
+    return t->am_rma || (!t->data_mapped && !t->dev_rma);
+}
+
+/* 1 while t's gate is set: a lazy lock's epoch, whose small operations are held back. */
+static inline int rma_nm_gated(rma_nm_tgt_t *t)
+{
+    return atomic_load_explicit(&t->gate, memory_order_acquire) != NULL;
+}
+
 /* A transport calls this before it sends anything to t. 0 or -errno. */
 static inline int rma_nm_gate(rma_nm_tgt_t *t)
 {

@@ -124,9 +124,10 @@ static int lock_acquire(rma_win_t *win, int rank, int lock_type)
 
 /* ------------------------------------------------------------------ lazy shared locks
  *
- * To a target reached over tcp alone (nm.am_rma), UCX's atomics on the lock word are active
- * messages too, a round trip each: lock and unlock would be two round trips around an
- * epoch whose small operations aggregation holds back anyway. So MPI_Win_lock(SHARED)
+ * To a target whose puts and gets need its worker anyway (rma_nm_served: tcp alone, where
+ * UCX's atomics on the lock word are active messages too, a round trip each; or window
+ * memory on which UCX emulates RDMA), lock and unlock cost atomics around an epoch that
+ * one request to the target's agent can carry whole. So MPI_Win_lock(SHARED)
  * there only sets the target's gate (netmod.h). If nothing else leaves for the target,
  * MPI_Win_unlock sends what is held as one request flagged RMA_HX_F_SHARED: the target's
  * agent takes the shared lock next to the memory (rma_lock_shared_here, the same protocol
@@ -178,7 +179,7 @@ static int lazy_arm(rma_win_t *win, int t)
     rma_target_t *tg = &win->targets[t];
     lazy_lock_t *l;
 
-    if (!rma_env.lock_lazy || tg->local || tg->nm.ops == NULL || !tg->nm.am_rma ||
+    if (!rma_env.lock_lazy || tg->local || tg->nm.ops == NULL || !rma_nm_served(&tg->nm) ||
         tg->nm.aggregate == 0 || (l = malloc(sizeof(*l))) == NULL)
         return 0;
     *l = (lazy_lock_t){.gate = {lazy_open}, .win = win, .rank = t};

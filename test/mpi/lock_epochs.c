@@ -8,11 +8,14 @@
  * agent with the epoch's operations when they are one request, and by the origin otherwise
  * (sync/lock.c): both must exclude the writer. At the end each origin's slot holds its last
  * put, the large area its last pattern, and the counter every accumulate and fetch_and_op.
- * ITER (environment, default 30) epochs of each shape per origin.
+ * ITER (environment, default 30) epochs of each shape per origin. FLAVOR=create makes the
+ * window with MPI_Win_create on ordinary memory, which UCX reaches only by emulating RDMA
+ * through rank 0's worker: there too the shared lock rides on the epoch's request.
  */
 #include "rmatest.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define O_PAIR  0      /* int[2], written by rank 0 in two steps */
 #define O_CNT   16     /* long: accumulate and fetch_and_op counter */
@@ -28,6 +31,7 @@ static int me, np;
 static MPI_Win win;
 static char *mem;
 static char *large;
+static char *created; /* FLAVOR=create: the window's memory on rank 0 */
 
 static MPI_Aint large_off(int r)
 {
@@ -89,7 +93,15 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     bytes = large_off(np);
-    MPI_OK(MPI_Win_allocate(me == 0 ? bytes : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    if (getenv("FLAVOR") != NULL && strcmp(getenv("FLAVOR"), "create") == 0) {
+        created = me == 0 ? malloc((size_t)bytes) : NULL;
+        MPI_OK(MPI_Win_create(created, me == 0 ? bytes : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+                              &win));
+        mem = created;
+    } else {
+        MPI_OK(
+            MPI_Win_allocate(me == 0 ? bytes : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    }
     large = malloc(LARGE);
     if (me == 0)
         memset(mem, 0, (size_t)bytes);
@@ -142,5 +154,6 @@ int main(int argc, char **argv)
     }
     free(large);
     MPI_OK(MPI_Win_free(&win));
+    free(created);
     return rt_finish("lock_epochs");
 }

@@ -189,10 +189,11 @@ void rma_env_print(FILE *out)
             "it too (0)\n",
             rma_env.ordered);
     fprintf(out,
-            "RMA_LOCK_LAZY=%d        MPI_Win_lock(MPI_LOCK_SHARED) on a target reached over tcp "
-            "alone leaves the lock to MPI_Win_unlock, which sends the epoch's puts or gets as "
-            "one request that the target's agent serves under the lock: one round trip for "
-            "the epoch (1); or takes the lock at once (0)\n",
+            "RMA_LOCK_LAZY=%d        MPI_Win_lock(MPI_LOCK_SHARED) on an off-node target whose "
+            "puts and gets need its worker anyway (tcp alone, or memory UCX emulates RDMA on) "
+            "leaves the lock to MPI_Win_unlock, which sends the epoch's puts or gets as one "
+            "request that the target's agent serves under the lock: one round trip for the "
+            "epoch (1); or takes the lock at once (0)\n",
             rma_env.lock_lazy);
     if (rma_env.acc_gap_us > 0)
         fprintf(out,

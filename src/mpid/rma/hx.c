@@ -459,7 +459,7 @@ static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_a
         if (!__atomic_compare_exchange_n(&nm->agg, &none, a, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             free(a); /* another thread's came first */
         a = nm->agg;
-        if (!nm->am_rma) {
+        if (!nm->am_rma && !rma_nm_gated(nm)) {
             atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
             return 1;
         }
@@ -467,7 +467,8 @@ static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_a
     agg_lock(a);
     /* over tcp alone (am_rma) UCX's put or get and the flush after it cost more than
      * librma's request and its answer (one round trip): every small one is held back */
-    if (!nm->am_rma && !atomic_load_explicit(&nm->primed, memory_order_relaxed) && a->nrec == 0 &&
+    if (!nm->am_rma && !rma_nm_gated(nm) &&
+        !atomic_load_explicit(&nm->primed, memory_order_relaxed) && a->nrec == 0 &&
         a->gets.nruns == 0) {
         atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
         agg_unlock(a);
@@ -562,7 +563,7 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
     rma_hx_agg_t *a;
     int rc;
 
-    if (!nm->am_rma)
+    if (!nm->am_rma && !rma_nm_gated(nm)) /* gets are held back over tcp, and in lazy locks */
         return 1;
     if ((rc = agg_open(win, trank, 1, n, &a)) != 0)
         return rc;

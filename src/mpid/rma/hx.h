@@ -134,7 +134,8 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
  * in one request's records. The first small operation after a flush goes on its own (a put
  * by RDMA), so that a lone operation + flush costs what it did; not to a peer reached over
  * tcp alone (nm->am_rma), where the request and its answer cost less than UCX's emulated
- * put and the endpoint flush after it. Holds back the put of n
+ * put and the endpoint flush after it, and not inside a lazy lock's epoch (its gate is set,
+ * netmod.h), which ends as one request. Holds back the put of n
  * bytes from buf to target address ta of target trank and returns 0, or returns 1 (the
  * caller moves it), or -errno. */
 typedef struct rma_hx_agg rma_hx_agg_t;
@@ -150,7 +151,8 @@ int rma_hx_agg_first(rma_win_t *win, int trank, size_t n);
 void rma_hx_agg_primed(rma_nm_tgt_t *nm);
 
 /* Small gets are held back too, apart from the request being filled, where UCX emulates
- * RMA with active messages (nm->am_rma: tcp alone), and sent as one request per
+ * RMA with active messages (nm->am_rma: tcp alone) and inside a lazy lock's epoch, and
+ * sent as one request per
  * RMA_HX_MSG bytes at the target's next flush (or when RMA_AGGREGATE bytes or 1024 runs
  * are held); the answers land in their buffers before that flush returns. Holds back the
  * get of n bytes from target address ta into buf and returns 0, or returns 1 (the caller
