@@ -17,8 +17,11 @@
  *    (one-element MPI_Accumulate, LANE_REPS per iteration), its neighbour bytes written meanwhile by MPI_Put (never
  *    undone), a whole word of MPI_SIGNED_CHAR per call, MPI_SHORT fetch_and_op tickets, a
  *    21-byte MPI_UNSIGNED_CHAR accumulate across three words from an odd offset racing
- *    one-element calls on its bytes, and a compare_and_swap byte lane per rank. Wrapped
- *    totals exact, tickets a permutation, every lane's swap seeing its own last value;
+ *    one-element calls on its bytes, a compare_and_swap byte lane per rank, and a strided
+ *    accumulate of bytes 0 and 2 of a word (an MPI_Type_vector) raced by MPI_Get_accumulate
+ *    NO_OP reads of bytes 0-3, which must see both of its bytes or neither (the whole-call
+ *    guarantee of doc/atomicity.md). Wrapped totals exact, tickets a permutation, every
+ *    lane's swap seeing its own last value, no read seeing half a call;
  *  - exclusive locks: MPI_Win_lock(EXCLUSIVE), get, flush, increment, put, unlock on one
  *    counter, ITER/4 times per rank: the total is exact.
  * And per flavor, between every pair of ranks (self included): fence epochs, then PSCW
@@ -53,6 +56,7 @@ static const char *fname[] = {"create", "allocate", "dynamic"};
 #define O_SHORT   400  /* short: fetch_and_op SUM 1 */
 #define O_SPAN    408  /* uchar[24]: accumulate SUM 1 on [3, 24), one-element on [3 + 2r] */
 #define O_CASB    432  /* uchar[8]: [r] rank r's compare_and_swap lane */
+#define O_WHOLE   440  /* uchar[4]: [0] and [2] accumulate SUM 1 by one strided call */
 #define NLANES    4    /* ranks with lanes */
 #define LANE_REPS 4    /* accumulates per iteration on a lane: the word's hottest race */
 #define SPAN_LO   3
@@ -195,6 +199,12 @@ static void check_counters(const char *c, const char *what)
         memcpy(&sv, c + O_SHORT, 2);
         CHECK(sv == (short)total, "%s: short fetch_and_op counter %d, want %lld", what, sv, total);
     }
+    CHECK((unsigned char)c[O_WHOLE] == (unsigned char)total &&
+              (unsigned char)c[O_WHOLE + 2] == (unsigned char)total && c[O_WHOLE + 1] == 0 &&
+              c[O_WHOLE + 3] == 0,
+          "%s: strided byte accumulate %d %d %d %d, want %d 0 %d 0", what,
+          (unsigned char)c[O_WHOLE], c[O_WHOLE + 1], (unsigned char)c[O_WHOLE + 2], c[O_WHOLE + 3],
+          (int)(total & 0xff), (int)(total & 0xff));
     for (int k = 0; k < 24; k++) {
         long long n = k < SPAN_LO ? 0 : total;
         int j = k - SPAN_LO;
@@ -214,13 +224,16 @@ static void contend(win_t *w, int flavor, int t)
 {
     long long *tk = malloc(sizeof(long long) * ITER * 4);
     long long *t_fop = tk, *t_gacc = tk + ITER, *t_cas = tk + 2 * ITER, *t_short = tk + 3 * ITER;
-    int acc[NACC], other = (t + 1) % nprocs;
+    int acc[NACC], other = (t + 1) % nprocs, halves = 0;
     long cas_retries = 0;
+    MPI_Datatype two; /* bytes 0 and 2 */
     char what[96];
     double t0 = MPI_Wtime();
 
     for (int j = 0; j < NACC; j++)
         acc[j] = (rank + 1) * (j + 1);
+    MPI_Type_vector(2, 1, 2, MPI_UNSIGNED_CHAR, &two);
+    MPI_Type_commit(&two);
     MPI_OK(MPI_Win_lock_all(0, w->win));
     for (int i = 0; i < ITER; i++) {
         long long one = 1, r = -1;
@@ -290,6 +303,18 @@ static void contend(win_t *w, int flavor, int t)
                                             disp(w, t, O_CASB + rank), w->win));
             MPI_OK(MPI_Win_flush(t, w->win));
             t_short[i] = sr;
+            {
+                unsigned char ones2[2] = {1, 1}, seen4[4];
+                MPI_OK(MPI_Accumulate(ones2, 2, MPI_UNSIGNED_CHAR, t, disp(w, t, O_WHOLE), 1, two,
+                                      MPI_SUM, w->win));
+                for (int k = 0; k < 2; k++) {
+                    MPI_OK(MPI_Get_accumulate(NULL, 0, MPI_UNSIGNED_CHAR, seen4, 4,
+                                              MPI_UNSIGNED_CHAR, t, disp(w, t, O_WHOLE), 4,
+                                              MPI_UNSIGNED_CHAR, MPI_NO_OP, w->win));
+                    MPI_OK(MPI_Win_flush(t, w->win));
+                    halves += seen4[0] != seen4[2];
+                }
+            }
             if (rank < NLANES)
                 CHECK(casr == casv, "%s to %d: byte compare_and_swap %d saw %d, want %d",
                       fname[flavor], t, i, casr, casv);
@@ -297,6 +322,9 @@ static void contend(win_t *w, int flavor, int t)
     }
     MPI_OK(MPI_Win_flush_all(w->win));
     MPI_OK(MPI_Win_unlock_all(w->win));
+    MPI_Type_free(&two);
+    CHECK(halves == 0, "%s to %d: %d four-byte reads saw half of a strided two-byte accumulate",
+          fname[flavor], t, halves);
 
     /* exclusive locks: a plain get / increment / put is safe under them */
     for (int i = 0; i < ITER / 4; i++) {

@@ -988,21 +988,18 @@ static int acc_mapped_small(const acc_op_t *a)
            (a->kind != RMA_ACC || rma_hx_agg_first(a->win, a->trank, a->nelem * a->esize));
 }
 
-/* The call is one atomic: one element that one CPU or network atomic updates, or off node
- * the elements of a 1/2-byte kind inside one word (acc_net_word). Such calls take no
- * stripe. */
+/* The call is one element that one CPU or network atomic updates (off node, a 1/2-byte
+ * one: a swap of its word, acc_net_word); such calls take no stripe. Several elements in
+ * one word take them too: a holder may update that word in more than one swap (a strided
+ * layout, one record's pieces), and a swap of the whole word between two of them would see
+ * half of its call. */
 static int acc_single_atomic(const acc_op_t *a, MPI_Datatype ttype)
 {
     const rma_dyn_hit_t *m = rma_tspan_map(&a->span, a->span.taddr, a->esize);
 
-    if (net_atomic_at(a, a->span.taddr)) {
-        /* off node, elements of a 1/2-byte kind that share one word are one atomic too */
-        size_t bytes = a->nelem * a->esize;
-        return RMA_DT_IS_BUILTIN(ttype) && a->akind != RMA_AK_LOCKED &&
-               (a->span.taddr & (a->esize - 1)) == 0 &&
-               (a->nelem == 1 || (a->esize < 4 && word_run(a->span.taddr, bytes) == bytes &&
-                                  rma_tspan_run(&a->span, a->span.taddr, bytes) >= bytes));
-    }
+    if (net_atomic_at(a, a->span.taddr))
+        return a->nelem == 1 && RMA_DT_IS_BUILTIN(ttype) && a->akind != RMA_AK_LOCKED &&
+               (a->span.taddr & (a->esize - 1)) == 0;
     return a->nelem == 1 && RMA_DT_IS_BUILTIN(ttype) && a->akind != RMA_AK_LOCKED && m != NULL &&
            m->atomic && ((uintptr_t)(m->local + (a->span.taddr - m->lo)) & (a->esize - 1)) == 0;
 }
