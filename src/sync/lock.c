@@ -158,12 +158,14 @@ static int lazy_open(rma_nm_gate_t *g)
     if (lazy_mine == l)
         return 0;
     if (atomic_compare_exchange_strong(&l->state, &armed, LAZY_OPENING)) {
+        int rc;
         lazy_mine = l;
-        l->rc = lock_shared(l->win, l->rank, LOCK_OFF(l->win, l->rank), SHARED_BUSY);
+        rc = lock_shared(l->win, l->rank, LOCK_OFF(l->win, l->rank), SHARED_BUSY);
         lazy_mine = NULL;
+        l->rc = rc;
         atomic_store_explicit(&l->win->targets[l->rank].nm.gate, NULL, memory_order_release);
         atomic_store_explicit(&l->state, LAZY_OPEN, memory_order_release);
-        return l->rc;
+        return rc; /* l may be freed from here on (lazy_release) */
     }
     while (atomic_load_explicit(&l->state, memory_order_acquire) != LAZY_OPEN) {
         rma_ctl_progress(l->win); /* another thread of ours takes the lock */
@@ -209,6 +211,13 @@ static int lazy_release(rma_win_t *win, int t)
         lazy_mine = NULL;
         atomic_store_explicit(&tg->nm.gate, NULL, memory_order_release);
     } else {
+        /* another thread of ours takes the lock on its way (lazy_open, a flush_all of its
+         * own epoch): its result, and the record, once it is done */
+        rma_backoff_t bo = RMA_BACKOFF_INIT;
+        while (atomic_load_explicit(&l->state, memory_order_acquire) != LAZY_OPEN) {
+            rma_ctl_progress(win);
+            rma_backoff(&bo);
+        }
         rc = l->rc == 0 ? 1 : l->rc;
     }
     free(l);
@@ -425,9 +434,15 @@ int rma_unlock(rma_win_t *win, int rank)
         goto out;
     }
     held_remove(win, rank);
-    if (--tg->lock_holders > 0)
-        goto out;
     atomic_thread_fence(memory_order_seq_cst);
+    if (--tg->lock_holders > 0) {
+        /* another thread still holds the process's lock: this thread's operations must
+         * still be complete at the target when its unlock returns */
+        int frc = rma_ctl_flush(win, rank);
+        if (frc != 0)
+            rc = rma_ctl_fail(win, func, rank, frc);
+        goto out;
+    }
     int lrc = tg->lock_nocheck ? rma_ctl_flush(win, rank) : lock_release(win, rank, tg->lock_type);
     if (lrc != 0)
         rc = rma_ctl_fail(win, func, rank, lrc);
@@ -513,9 +528,13 @@ int rma_unlock_all(rma_win_t *win)
         goto out;
     }
     held_remove(win, -1);
-    if (--win->lock_all_holders > 0)
-        goto out;
     atomic_thread_fence(memory_order_seq_cst);
+    if (--win->lock_all_holders > 0) { /* as in rma_unlock */
+        int frc = flush_net_all(win);
+        if (frc != 0)
+            rc = rma_ctl_fail(win, "MPI_Win_unlock_all", 0, frc);
+        goto out;
+    }
     int lrc = win->lock_all_nocheck ? flush_net_all(win) : lock_all_release(win);
     if (lrc != 0)
         rc = rma_ctl_fail(win, "MPI_Win_unlock_all", 0, lrc);

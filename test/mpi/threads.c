@@ -10,7 +10,10 @@
  * process on one window disjoint, and MPICH 4.0 aborts on an internal assertion). At the end
  * both counters of every rank are exact, and the fetch_and_op results at each target are a
  * permutation. One thread locking the same target twice (or unlocking it twice) stays
- * MPI_ERR_RMA_SYNC.
+ * MPI_ERR_RMA_SYNC. A thread that joined another thread's shared lock (and lock_all) and
+ * unlocks first has its operations complete at the target on return: rank 0's second thread
+ * puts under the joined lock, unlocks, and tells the target by MPI_Send, which must then
+ * find the value in its memory while the first thread still holds its lock.
  * Skipped (exit 0) when the library does not provide MPI_THREAD_MULTIPLE.
  * THREADS_SERIALIZE=1 makes the program itself keep its threads' epochs apart (one at a time
  * in each process), to check everything else on MPICH.
@@ -23,6 +26,7 @@
 #define NT     4
 #define O_ACC  0  /* long: accumulate counter */
 #define O_FOP  8  /* long: fetch_and_op counter */
+#define O_JOIN 16 /* long: the put under a joined lock */
 #define O_SLOT 64 /* long[8] per (origin rank, thread) */
 #define SLOTL  8
 
@@ -39,6 +43,7 @@ static int *wanting;        /* [nprocs]: threads of this process inside MPI_Win_
 static long contended;      /* MPI_Win_lock calls made while another thread wanted or held it */
 static long overlap;        /* an exclusive epoch overlapped another epoch of this process */
 static int serialize;       /* env THREADS_SERIALIZE */
+static long *winmem;        /* this rank's window memory */
 static pthread_mutex_t epoch_mu = PTHREAD_MUTEX_INITIALIZER; /* THREADS_SERIALIZE */
 
 /* CHECK and MPI_OK from threads: rmatest.h's counters are not thread-safe. */
@@ -181,6 +186,31 @@ static void *worker(void *arg)
     return NULL;
 }
 
+typedef struct {
+    int t;
+    long v;
+    int all;
+} join_arg_t;
+
+/* Rank 0's second thread: joins the first one's shared lock (or lock_all) on a->t, puts,
+ * unlocks and tells the target. */
+static void *joined_put(void *arg)
+{
+    join_arg_t *a = arg;
+
+    if (a->all)
+        MPI_OK(MPI_Win_lock_all(0, win));
+    else
+        MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, a->t, 0, win));
+    MPI_OK(MPI_Put(&a->v, 1, MPI_LONG, a->t, O_JOIN, 1, MPI_LONG, win));
+    if (a->all)
+        MPI_OK(MPI_Win_unlock_all(win));
+    else
+        MPI_OK(MPI_Win_unlock(a->t, win));
+    MPI_Send(NULL, 0, MPI_BYTE, a->t, 77, MPI_COMM_WORLD);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -210,6 +240,7 @@ int main(int argc, char **argv)
     seen = calloc((size_t)nprocs * maxfop, sizeof(int));
     winsize = O_SLOT + (MPI_Aint)nprocs * NT * SLOTL * sizeof(long);
     MPI_OK(MPI_Win_allocate(winsize, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    winmem = mem;
     MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     memset(mem, 0, winsize);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -265,6 +296,37 @@ int main(int argc, char **argv)
         free(want_fop);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+
+    /* a joined lock's unlock completes that thread's operations; again with lock_all */
+    for (int all = 0; all < 2; all++) {
+        int t = nprocs - 1;
+        long v = 4242 + all;
+        if (rank == 0) {
+            pthread_t b;
+            join_arg_t ja = {t, v, all};
+            if (all)
+                MPI_OK(MPI_Win_lock_all(0, win));
+            else
+                MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
+            pthread_create(&b, NULL, joined_put, &ja);
+            pthread_join(b, NULL);
+            if (all)
+                MPI_OK(MPI_Win_unlock_all(win));
+            else
+                MPI_OK(MPI_Win_unlock(t, win));
+        } else if (rank == t) {
+            long got;
+            MPI_Recv(NULL, 0, MPI_BYTE, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
+            got = winmem[O_JOIN / sizeof(long)];
+            MPI_OK(MPI_Win_unlock(t, win));
+            CHECK(got == v,
+                  "%s: rank 0's thread put %ld under a joined lock and unlocked, rank %d "
+                  "then found %ld",
+                  all ? "lock_all" : "lock", v, t, got);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
 
     /* one thread locking the same target twice is still an error */
     {
