@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "mpid/rma/agent.h"
 #include "mpid/rma/env.h"
@@ -43,6 +44,25 @@ void rma_expose_offer(rma_win_t *win)
     atomic_store_explicit(&win->expose_ready, 1, memory_order_release);
 }
 
+/* After asking the owner for a move: its agent needs a core, and on a node whose cores all
+ * run spinning ranks (the owner waiting in MPICH's barrier, this rank putting) it waits for
+ * one for a scheduler's time slice, milliseconds, while every access here costs a CMA call.
+ * Sleeping leaves a core idle, which the agent then gets. Sleeps until the agent has taken
+ * the request (it then moves the memory, or refuses, at once), at most as long as this
+ * target's CMA traffic has cost so far (cost_ns). */
+static void wait_taken(rma_ctl_rank_t *cr, uint64_t cost_ns)
+{
+    struct timespec t0, now, nap = {0, 10000};
+    uint64_t waited = 0;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_load_explicit(&cr->move_addr, memory_order_acquire) != 0 && waited < cost_ns) {
+        nanosleep(&nap, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        waited = (uint64_t)((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec));
+    }
+}
+
 void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, size_t region_len)
 {
     rma_target_t *tg = &win->targets[trank];
@@ -63,6 +83,7 @@ void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, s
         return;
     atomic_store_explicit(&cr->move_addr, (uint64_t)taddr, memory_order_release);
     rma_agent_kick(tg->pid, fd);
+    wait_taken(cr, tg->cma_ns);
 }
 
 void rma_expose_write_begin(rma_win_t *win, int trank)
