@@ -373,6 +373,10 @@ typedef struct rma_netmod {
  * --without-ucx), which refuses windows with off-node peers. netmod.c. */
 extern const rma_netmod_t *const rma_net;
 
+/* Undoes an exposure (rma_net->expose or expose_alloc into a calloc'ed rma_nm_mem_t) and
+ * frees it; NULL does nothing. */
+void rma_net_mem_free(void *m);
+
 /* The transport to other nodes runs in this process. */
 static inline int rma_net_started(void)
 {

@@ -86,13 +86,6 @@ static void *dyn_net_map(void *base, size_t len)
     return m;
 }
 
-static void dyn_net_release(void *p)
-{
-    if (p != NULL)
-        rma_net->unexpose(p);
-    free(p);
-}
-
 static void dcache_free(rma_nm_tgt_t *nm, rma_dyn_cache_t *c)
 {
     if (c == NULL)
@@ -325,7 +318,7 @@ void rma_win_dyn_destroy(rma_win_t *win)
     for (uint32_t i = 0; i < win->dyn_n && win->dyn_regs != NULL; i++)
         rma_memreg_release(win->dyn_regs[i]);
     for (uint32_t i = 0; i < win->dyn_n && win->dyn_net != NULL; i++)
-        dyn_net_release(win->dyn_net[i]);
+        rma_net_mem_free(win->dyn_net[i]);
     for (int t = 0; win->targets != NULL && t < win->nranks; t++)
         dcache_free(&win->targets[t].nm, win->targets[t].dcache);
     free(win->dyn_net);
@@ -417,7 +410,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     if (rc != 0) {
         atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
         rma_memreg_release(reg);
-        dyn_net_release(net);
+        rma_net_mem_free(net);
         rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for %u attached regions", n + 1);
         goto out;
     }
@@ -484,7 +477,7 @@ int rma_win_detach(rma_win_t *win, const void *base)
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
     pthread_mutex_unlock(&win->mtx);
     rma_memreg_release(reg);
-    dyn_net_release(net);
+    rma_net_mem_free(net);
     return MPI_SUCCESS;
 }
 

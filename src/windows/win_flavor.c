@@ -346,15 +346,6 @@ static void win_shm_targets(rma_win_t *win)
             win->targets[t].nm.ops = &rma_nm_shm_ops;
 }
 
-/* Undoes the exposure *m (an rma_nm_mem_t, or NULL) and frees it. */
-static void net_mem_free(void **m)
-{
-    if (*m != NULL)
-        rma_net->unexpose(*m);
-    free(*m);
-    *m = NULL;
-}
-
 /* Releases the keys and registrations of the off-node targets; their operations are
  * complete first. */
 static void win_net_release(rma_win_t *win)
@@ -373,9 +364,12 @@ static void win_net_release(rma_win_t *win)
         nm->data_key = nm->ctl_key = NULL;
         nm->data_mapped = 0;
     }
-    net_mem_free(&win->net_data);
-    if (!win->seg_ucx) /* else the segment itself: freed by win_destroy after its last use */
-        net_mem_free(&win->net_ctl);
+    rma_net_mem_free(win->net_data);
+    win->net_data = NULL;
+    if (!win->seg_ucx) { /* else the segment itself: freed by win_destroy after its last use */
+        rma_net_mem_free(win->net_ctl);
+        win->net_ctl = NULL;
+    }
 }
 
 /* Collective when the window has off-node peers: endpoints (worker addresses travel once
@@ -526,7 +520,8 @@ static void win_destroy(rma_win_t *win)
         pool_put(&e);
         win->seg_fd = -1;
     } else if (win->seg_ucx) {
-        net_mem_free(&win->net_ctl);
+        rma_net_mem_free(win->net_ctl);
+        win->net_ctl = NULL;
     } else {
         rma_seg_detach(win->seg, win->seg_len);
     }

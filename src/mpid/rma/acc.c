@@ -537,13 +537,13 @@ static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_
             } while (p < n && stripe_in(seen, rma_acc_stripe_of(trank, key + p)) == marked);
             end = p < n ? p : n;
         }
-        if ((marked || plain == NULL) && es < 4) { /* plain == NULL: C bool */
-            words_apply(op, akind, es, tt, oo, rr, end - pos);
-            continue;
-        }
-        if (marked || plain == NULL) {
-            for (size_t i = 0; i < end - pos; i += es)
-                rma_acc_atomic(akind, op, tt + i, oo ? oo + i : NULL, rr ? rr + i : NULL, relaxed);
+        if (marked || plain == NULL) { /* plain == NULL: C bool */
+            if (es < 4)
+                words_apply(op, akind, es, tt, oo, rr, end - pos);
+            else
+                for (size_t i = 0; i < end - pos; i += es)
+                    rma_acc_atomic(akind, op, tt + i, oo ? oo + i : NULL, rr ? rr + i : NULL,
+                                   relaxed);
             continue;
         }
         if (rr != NULL)
@@ -650,20 +650,22 @@ static int net_atomic_at(const acc_op_t *a, uintptr_t ta)
     return a->win->acc_mode == RMA_ACC_MODE_NET;
 }
 
-/* Elements of a 1/2-byte kind, n bytes at off-node target address ta inside one aligned
- * 8-byte word: UCX has no network atomic of their size, so the word is read and then
- * compare-and-swapped with the new bytes (computed here with the kernel a CPU atomic uses),
- * retried until it lands. The word's other bytes go back as they were read; a store to them
- * in between makes the swap fail, never lost. Exposures cover whole words (netmod.h). The
- * previous bytes go to r unless r is NULL. 0 or -errno. */
-static int acc_net_word(acc_op_t *a, uintptr_t ta, size_t n, const char *o, char *r)
+/* Elements at off-node target address ta, n bytes inside one aligned word of wsize (4 or
+ * 8) bytes, by network atomics UCX has: the word is read and then compare-and-swapped with
+ * the new bytes (computed here with the arithmetic of the CPU-atomic kernels), retried
+ * until it lands. For an op UCX lacks on a 4/8-byte element the word is the element; 1/2-
+ * byte elements, which have no network atomic of their size, take the 8-byte word holding
+ * them. The word's other bytes go back as they were read; a store to them in between makes
+ * the swap fail, never lost. Exposures cover whole words (netmod.h). The previous bytes go
+ * to r unless r is NULL. 0 or -errno. */
+static int acc_net_rmw(acc_op_t *a, uintptr_t ta, unsigned wsize, size_t n, const char *o, char *r)
 {
     rma_nm_tgt_t *nm = &a->win->targets[a->trank].nm;
     void *key = rma_tspan_key(&a->span, ta);
-    uintptr_t w = ta & ~(uintptr_t)7;
+    uintptr_t w = ta & ~(uintptr_t)(wsize - 1);
     size_t at = ta - w;
-    uint64_t old, nv, seen;
-    int rc = nm->ops->amo(nm, key, RMA_NM_AMO_ADD, 8, w, 0, 0, &old);
+    uint64_t old = 0, nv, seen;
+    int rc = nm->ops->amo(nm, key, RMA_NM_AMO_ADD, wsize, w, 0, 0, &old);
 
     if (rma_unlikely(rma_env.acc_gap_us > 0)) /* tests: the word changes before the swap */
         usleep((useconds_t)rma_env.acc_gap_us);
@@ -678,7 +680,7 @@ static int acc_net_word(acc_op_t *a, uintptr_t ta, size_t n, const char *o, char
         } else {
             copy_apply(a->op, a->akind, a->esize, b, o, n);
         }
-        if ((rc = nm->ops->amo(nm, key, RMA_NM_AMO_CSWAP, 8, w, nv, old, &seen)) != 0 ||
+        if ((rc = nm->ops->amo(nm, key, RMA_NM_AMO_CSWAP, wsize, w, nv, old, &seen)) != 0 ||
             seen == old)
             break;
         old = seen;
@@ -690,8 +692,8 @@ static int acc_net_word(acc_op_t *a, uintptr_t ta, size_t n, const char *o, char
 
 /* One element of a 4/8-byte kind at off-node target address ta, with network atomics: the
  * operations UCX has natively in one, every other one as fetch + compare-and-swap retried
- * until it lands (the new value computed here with the same kernel a CPU atomic uses). The
- * previous value goes to r unless r is NULL. 0 or -errno. */
+ * until it lands (acc_net_rmw). The previous value goes to r unless r is NULL. 0 or
+ * -errno. */
 static int acc_net_elem(acc_op_t *a, uintptr_t ta, const char *o, char *r)
 {
     rma_nm_tgt_t *nm = &a->win->targets[a->trank].nm;
@@ -699,7 +701,7 @@ static int acc_net_elem(acc_op_t *a, uintptr_t ta, const char *o, char *r)
     unsigned es = (unsigned)a->esize;
     int integer = a->akind >= RMA_AK_S32 && a->akind <= RMA_AK_U64, nop = -1, rc;
     int bitwise = integer && a->nelem > 1 && r == NULL; /* fetching: the loop below (netmod.h) */
-    uint64_t v = 0, old = 0, seen, nv;
+    uint64_t v = 0, old = 0;
 
     if (o != NULL)
         memcpy(&v, o, es);
@@ -727,21 +729,9 @@ static int acc_net_elem(acc_op_t *a, uintptr_t ta, const char *o, char *r)
                                  a->op == RMA_OP_NO_OP ? (const void *)&zero : (const void *)o,
                                  r == NULL && nop == RMA_NM_AMO_SWAP ? (void *)&sink : (void *)r);
     }
-    if (nop >= 0) {
-        rc = nm->ops->amo(nm, key, nop, es, ta, v, 0, &old);
-    } else {
-        rc = nm->ops->amo(nm, key, RMA_NM_AMO_ADD, es, ta, 0, 0, &old);
-        for (;;) {
-            if (rc != 0)
-                return rc;
-            nv = old;
-            rma_acc_atomic(a->akind, a->op, &nv, o, NULL, 1);
-            rc = nm->ops->amo(nm, key, RMA_NM_AMO_CSWAP, es, ta, nv, old, &seen);
-            if (rc != 0 || seen == old)
-                break;
-            old = seen;
-        }
-    }
+    if (nop < 0)
+        return acc_net_rmw(a, ta, es, es, o, r);
+    rc = nm->ops->amo(nm, key, nop, es, ta, v, 0, &old);
     if (rc == 0 && r != NULL)
         memcpy(r, &old, es);
     return rc;
@@ -771,7 +761,7 @@ static int acc_piece(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
 
                 k = es >= 4 ? es : word_run(ta + i, n - i);
                 if ((rc = es >= 4 ? acc_net_elem(a, ta + i, o, r)
-                                  : acc_net_word(a, ta + i, k, o, r)) != 0)
+                                  : acc_net_rmw(a, ta + i, 8, k, o, r)) != 0)
                     return rc;
             }
         } else if (m != NULL && m->atomic && ((ta - m->lo + (uintptr_t)m->local) & (es - 1)) == 0) {
@@ -989,7 +979,7 @@ static int acc_mapped_small(const acc_op_t *a)
 }
 
 /* The call is one element that one CPU or network atomic updates (off node, a 1/2-byte
- * one: a swap of its word, acc_net_word); such calls take no stripe. Several elements in
+ * one: a swap of its word, acc_net_rmw); such calls take no stripe. Several elements in
  * one word take them too: a holder may update that word in more than one swap (a strided
  * layout, one record's pieces), and a swap of the whole word between two of them would see
  * half of its call. */

@@ -199,6 +199,7 @@ void rma_env_print(FILE *out)
         fprintf(out,
                 "RMA_TEST_ACC_GAP=%d     (tests only) a one-element atomic on the slow path "
                 "sleeps this many microseconds between seeing its stripe free and updating, an "
-                "off-node 1/2-byte one between reading its word and swapping it\n",
+                "off-node read + compare-and-swap (1/2-byte elements, ops UCX lacks) between "
+                "reading its word and swapping it\n",
                 rma_env.acc_gap_us);
 }

@@ -36,7 +36,8 @@ typedef struct rma_env {
                          taken by the target's agent with the epoch's operations (sync/lock.c) */
     int acc_gap_us;      /* RMA_TEST_ACC_GAP: for tests, a one-element atomic on the slow path
                          sleeps this long between seeing its stripe free and updating, an
-                         off-node 1/2-byte one between reading its word and swapping it */
+                         off-node read + compare-and-swap between reading its word and
+                         swapping it */
 } rma_env_t;
 
 #define RMA_AGGREGATE_AM (64u << 10)

@@ -437,10 +437,19 @@ static int agg_same_kind(const rma_hx_hdr_t *a, const rma_hx_hdr_t *b)
     return a->kind == b->kind && a->op == b->op && a->acc == b->acc && a->basic == b->basic;
 }
 
+/* 1 when every small operation to the target is held back, the first after a flush and
+ * gets too: over tcp alone (UCX's emulated put or get and the flush after it cost more than
+ * librma's request and its answer), and in a lazy lock's epoch (its gate is set), which
+ * ends as one request. */
+static int agg_holds_all(rma_nm_tgt_t *nm)
+{
+    return nm->am_rma || rma_nm_gated(nm);
+}
+
 /* Takes what is held back for target trank, locked, for an operation of n bytes that needs
  * at most nrec records. Returns 0 (*a_p is held), 1 when the operation goes on its own
  * (aggregation is off, it is too large, or it is the first small operation since a flush,
- * so that a lone operation + flush costs what it did, except over tcp alone), or -errno. */
+ * so that a lone operation + flush costs what it did, unless agg_holds_all), or -errno. */
 static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_agg_t **a_p)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
@@ -459,17 +468,14 @@ static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_a
         if (!__atomic_compare_exchange_n(&nm->agg, &none, a, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             free(a); /* another thread's came first */
         a = nm->agg;
-        if (!nm->am_rma && !rma_nm_gated(nm)) {
+        if (!agg_holds_all(nm)) {
             atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
             return 1;
         }
     }
     agg_lock(a);
-    /* over tcp alone (am_rma) UCX's put or get and the flush after it cost more than
-     * librma's request and its answer (one round trip): every small one is held back */
-    if (!nm->am_rma && !rma_nm_gated(nm) &&
-        !atomic_load_explicit(&nm->primed, memory_order_relaxed) && a->nrec == 0 &&
-        a->gets.nruns == 0) {
+    if (!agg_holds_all(nm) && !atomic_load_explicit(&nm->primed, memory_order_relaxed) &&
+        a->nrec == 0 && a->gets.nruns == 0) {
         atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
         agg_unlock(a);
         return 1;
@@ -563,7 +569,7 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
     rma_hx_agg_t *a;
     int rc;
 
-    if (!nm->am_rma && !rma_nm_gated(nm)) /* gets are held back over tcp, and in lazy locks */
+    if (!agg_holds_all(nm))
         return 1;
     if ((rc = agg_open(win, trank, 1, n, &a)) != 0)
         return rc;
