@@ -511,6 +511,26 @@ static void words_apply(int op, int akind, size_t es, char *t, const char *o, ch
     }
 }
 
+/* The run of whole elements of es bytes from pos (< n) whose spans' stripes all were, or
+ * all were not, marked when taken (seen; `key`: the stripe key of byte 0 on target trank):
+ * its end, and its mark in *marked. */
+static size_t seen_run(const stripe_set_t *seen, int trank, uint64_t key, size_t es, size_t pos,
+                       size_t n, int *marked)
+{
+    static const stripe_set_t none;
+    size_t p = pos;
+
+    *marked = 0;
+    if (memcmp(seen, &none, sizeof(none)) == 0)
+        return n;
+    *marked = stripe_in(seen, rma_acc_stripe_of(trank, key + pos));
+    do {
+        size_t span_end = (size_t)(((key + p) | (RMA_ACC_SPAN - 1u)) + 1u - key);
+        p = (span_end + es - 1) / es * es;
+    } while (p < n && stripe_in(seen, rma_acc_stripe_of(trank, key + p)) == *marked);
+    return p < n ? p : n;
+}
+
 /* n bytes of whole elements at t, mapped here, aligned, whose stripes are held: the
  * previous values to r, then t = t op o. Elements on spans whose stripe was marked when
  * taken (seen) take one CPU atomic each, as one-element calls may update them at any
@@ -519,24 +539,14 @@ static void words_apply(int op, int akind, size_t es, char *t, const char *o, ch
 static void elems_apply(int op, int akind, size_t es, int relaxed, const stripe_set_t *seen,
                         int trank, uint64_t key, char *t, const char *o, char *r, size_t n)
 {
-    static const stripe_set_t none;
-    int any = memcmp(seen, &none, sizeof(none)) != 0;
     int (*plain)(int, void *, const char *, size_t) = plain_kernel(akind);
 
     for (size_t pos = 0, end; pos < n; pos = end) {
-        int marked = any && stripe_in(seen, rma_acc_stripe_of(trank, key + pos));
         char *tt = t + pos, *rr = r != NULL ? r + pos : NULL;
         const char *oo = o != NULL ? o + pos : NULL;
+        int marked;
 
-        end = n;
-        if (any) { /* the run: the following spans with the same mark */
-            size_t p = pos;
-            do {
-                size_t span_end = (size_t)(((key + p) | (RMA_ACC_SPAN - 1u)) + 1u - key);
-                p = (span_end + es - 1) / es * es;
-            } while (p < n && stripe_in(seen, rma_acc_stripe_of(trank, key + p)) == marked);
-            end = p < n ? p : n;
-        }
+        end = seen_run(seen, trank, key, es, pos, n, &marked);
         if (marked || plain == NULL) { /* plain == NULL: C bool */
             if (es < 4)
                 words_apply(op, akind, es, tt, oo, rr, end - pos);
@@ -613,8 +623,8 @@ static int scratch_get(acc_op_t *a, size_t n, char **old_p, char **upd_p)
 }
 
 /* Read-modify-write of n bytes of whole elements of an atomic kind at ta, whose packed
- * operands start at boff; the stripes are held. 0, -errno, or 1 when MPI_Reduce_local
- * failed. */
+ * operands start at boff, with the arithmetic of the CPU-atomic kernels; the stripes are
+ * held, and no one-element call may touch these elements meanwhile. 0 or -errno. */
 static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
 {
     const char *src = a->opk != NULL ? a->opk + boff : NULL;
@@ -630,9 +640,8 @@ static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
     if (a->op == RMA_OP_NO_OP || (a->kind == RMA_CAS && memcmp(old, a->compare, n) != 0))
         return 0;
     if (a->kind != RMA_CAS && a->op != RMA_OP_REPLACE) {
-        memcpy(upd, src, n);
-        if (PMPI_Reduce_local(old, upd, (int)(n / a->esize), a->basic, a->op_handle) != MPI_SUCCESS)
-            return 1;
+        memcpy(upd, old, n);
+        copy_apply(a->op, a->akind, a->esize, upd, src, n);
         src = upd;
     }
     return acc_rw(a, ta, (char *)src, n, 1);
@@ -737,6 +746,36 @@ static int acc_net_elem(acc_op_t *a, uintptr_t ta, const char *o, char *r)
     return rc;
 }
 
+/* n bytes of whole aligned elements at off-node ta that network atomics update, whose
+ * packed operands start at boff. Runs whose stripes this call holds unmarked are one get,
+ * the CPU kernel here and one put: no one-element call can start on them until the
+ * stripes are released (doc/atomicity.md §2). The others take a network atomic an element,
+ * a word at a time for 1/2-byte kinds, as a one-element call may update them meanwhile. */
+static int acc_net_run(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
+{
+    uint64_t key = a->key0 + (ta - a->span.taddr);
+    size_t es = a->esize;
+    int rc = 0;
+
+    for (size_t pos = 0, end; pos < n && rc == 0; pos = end) {
+        int marked = 1;
+
+        end = a->held ? seen_run(&a->seen, a->trank, key, es, pos, n, &marked) : n;
+        if (!marked) {
+            rc = acc_rmw(a, ta + pos, boff + pos, end - pos);
+            continue;
+        }
+        for (size_t i = pos, k; i < end && rc == 0; i += k) {
+            const char *o = a->opk ? a->opk + boff + i : NULL;
+            char *r = a->rpk != NULL ? a->rpk + boff + i : NULL;
+
+            k = es >= 4 ? es : word_run(ta + i, end - i);
+            rc = es >= 4 ? acc_net_elem(a, ta + i, o, r) : acc_net_rmw(a, ta + i, 8, k, o, r);
+        }
+    }
+    return rc;
+}
+
 /* walk (atomic kinds): one target piece against the packed operands. Elements in memory
  * mapped here whose accumulates use CPU atomics, aligned, are updated in place
  * (elems_apply); off-node ones with network atomics, one each; every other run is
@@ -755,15 +794,8 @@ static int acc_piece(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
         n = n >= es ? n - n % es : es; /* whole elements; one cut by a seam goes alone */
         m = rma_tspan_map(&a->span, ta, n);
         if (net_atomic_at(a, ta) && (ta & (es - 1)) == 0) {
-            for (size_t i = 0, k; i < n; i += k) { /* a word at a time for 1/2-byte kinds */
-                const char *o = a->opk ? a->opk + off + i : NULL;
-                char *r = a->rpk != NULL ? a->rpk + off + i : NULL;
-
-                k = es >= 4 ? es : word_run(ta + i, n - i);
-                if ((rc = es >= 4 ? acc_net_elem(a, ta + i, o, r)
-                                  : acc_net_rmw(a, ta + i, 8, k, o, r)) != 0)
-                    return rc;
-            }
+            if ((rc = acc_net_run(a, ta, off, n)) != 0)
+                return rc;
         } else if (m != NULL && m->atomic && ((ta - m->lo + (uintptr_t)m->local) & (es - 1)) == 0) {
             char *t = m->local + (ta - m->lo), *r = a->rpk != NULL ? a->rpk + off : NULL;
             const char *o = a->opk != NULL ? a->opk + off : NULL;
