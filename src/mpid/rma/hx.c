@@ -23,6 +23,7 @@
 #define HX_MAX_REC   1024       /* records in one request */
 #define HX_MAX_BYTES (4u << 20) /* data bytes in one request (RMA_HX_MSG is at most this) */
 #define HX_MIN_RUNS  16
+#define HX_FEW_REC   16 /* the agent copies a request of at most this many records on its stack */
 
 _Static_assert(sizeof(rma_hx_hdr_t) + sizeof(rma_hx_rec_t) <= RMA_NM_AM_HDR_MAX,
                "a rendezvous request's header and record travel as the message's header");
@@ -38,6 +39,7 @@ typedef struct hx_wait {
      * runs[1..nruns) */
     char *dst;
     const rma_hx_run_t *runs;
+    char *lbase; /* the runs' local addresses are offsets from it (NULL: addresses) */
     int nruns;
     uint64_t skip, bytes;
 } hx_wait_t;
@@ -84,10 +86,11 @@ void rma_hx_done(rma_hx_t *hx)
 }
 
 /* Fills one request's records from runs[*ri], piece *rp on: at most HX_MAX_REC records and
- * max_bytes of data, packed into data when it is not NULL (put). Advances (*ri, *rp);
- * returns the number of records and their bytes in *bytes. */
+ * max_bytes of data, packed into data when it is not NULL (put) from lbase plus the runs'
+ * local addresses (lbase NULL: they are addresses). Advances (*ri, *rp); returns the number
+ * of records and their bytes in *bytes. */
 static uint32_t hx_fill(const rma_hx_t *hx, int *ri, uint64_t *rp, rma_hx_rec_t *recs, char *data,
-                        size_t max_bytes, uint64_t *bytes)
+                        const char *lbase, size_t max_bytes, uint64_t *bytes)
 {
     uint32_t n = 0;
     uint64_t used = 0;
@@ -103,7 +106,10 @@ static uint32_t hx_fill(const rma_hx_t *hx, int *ri, uint64_t *rp, rma_hx_rec_t 
         recs[n++] =
             (rma_hx_rec_t){r->taddr + *rp * (uint64_t)r->tstride, r->tstride, r->len, (uint32_t)k};
         for (uint64_t i = 0; data != NULL && i < k; i++)
-            memcpy(data + used + i * r->len, r->laddr + (int64_t)(*rp + i) * r->lstride, r->len);
+            memcpy(data + used + i * r->len,
+                   (const char *)((uintptr_t)lbase + (uintptr_t)r->laddr) +
+                       (int64_t)(*rp + i) * r->lstride,
+                   r->len);
         used += k * r->len;
         *rp += k;
         if (*rp == r->count) {
@@ -193,7 +199,7 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
 {
     int first = *ri;
     uint64_t skip = *rp, bytes;
-    uint32_t nrec = hx_fill(hx, ri, rp, recs, NULL, rma_env.hx_msg, &bytes);
+    uint32_t nrec = hx_fill(hx, ri, rp, recs, NULL, NULL, rma_env.hx_msg, &bytes);
     int nruns = (*rp == 0 ? *ri : *ri + 1) - first, rc;
     hx_wait_t *w;
     rma_hx_hdr_t h;
@@ -260,7 +266,7 @@ static int hx_send(rma_hx_t *hx, int held)
             rc = hx_get_post(nm, hx, &ri, &rp, recs, &left, &err, held);
             continue;
         }
-        nrec = hx_fill(hx, &ri, &rp, recs, data, max_bytes, &bytes);
+        nrec = hx_fill(hx, &ri, &rp, recs, data, NULL, max_bytes, &bytes);
         if (nrec == 0) { /* a piece larger than a request (RMA_HX_PIECE > RMA_HX_MSG) */
             rc = -EINVAL;
             break;
@@ -716,8 +722,9 @@ static void hx_answer(const void *hdr, size_t hlen, const void *data, size_t len
             status = -EPROTO;
         for (int i = 0; status == 0 && i < w->nruns && len > 0; i++, p = 0) {
             const rma_hx_run_t *r = &w->runs[i];
+            char *to = (char *)((uintptr_t)w->lbase + (uintptr_t)r->laddr);
             for (; p < r->count && len >= r->len; p++) {
-                memcpy(r->laddr + (int64_t)p * r->lstride, src, r->len);
+                memcpy(to + (int64_t)p * r->lstride, src, r->len);
                 src += r->len;
                 len -= r->len;
             }
@@ -744,29 +751,20 @@ static void hx_answer_rndv(const void *hdr, size_t hlen, rma_nm_rndv_t *rv, size
         hx_answered(w, rc);
 }
 
-/* A copy of hx's runs whose local addresses, offsets, are made addresses in base. */
-static rma_hx_run_t *hx_rebase(const rma_hx_t *hx, const char *base)
-{
-    rma_hx_run_t *r = malloc((size_t)hx->nruns * sizeof(*r));
-
-    for (int i = 0; r != NULL && i < hx->nruns; i++) {
-        r[i] = hx->runs[i];
-        r[i].laddr = (char *)base + (uintptr_t)hx->runs[i].laddr;
-    }
-    return r;
-}
+/* A request body of at most this many bytes is built on the stack (the send copies it) */
+#define HX_BODY_STACK 2048
 
 int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize, const char *opk,
                const char *compare, char *rpk)
 {
     rma_nm_tgt_t *nm = &hx->win->targets[hx->trank].nm;
     size_t cmp = kind == RMA_CAS ? esize : 0, data = opk != NULL ? (size_t)hx->bytes : 0;
-    size_t rbytes = (size_t)hx->nruns * sizeof(rma_hx_rec_t);
-    rma_hx_run_t *src = NULL, *dst = NULL, *runs = hx->runs;
+    size_t rbytes = (size_t)hx->nruns * sizeof(rma_hx_rec_t), blen = rbytes + cmp + data;
     _Atomic int left = 1, err = 0;
     hx_wait_t w = {.left = &left, .err = &err};
-    char *body = NULL;
-    int rc = -ENOMEM, ri = 0;
+    char stack[HX_BODY_STACK] __attribute__((aligned(8)));
+    char *body = stack;
+    int rc, ri = 0;
     uint64_t rp = 0, bytes;
     rma_hx_hdr_t h;
 
@@ -777,43 +775,41 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     /* accumulates from one origin take effect in issue order: what is held back goes first */
     if (nm->agg != NULL && (rc = agg_send_held(nm, 0)) != 0)
         return rc;
-    rc = -ENOMEM;
-    /* the records from the runs, the data packed along them from opk; the answer is
-     * unpacked along them into rpk */
-    body = malloc(rbytes + cmp + data + 1);
-    if (body == NULL || (opk != NULL && (src = hx_rebase(hx, opk)) == NULL) ||
-        (rpk != NULL && (dst = hx_rebase(hx, rpk)) == NULL))
-        goto out;
-    hx->runs = src != NULL ? src : runs; /* NO_OP: no data, the records alone */
-    if (hx_fill(hx, &ri, &rp, (rma_hx_rec_t *)body, src ? body + rbytes + cmp : NULL, HX_MAX_BYTES,
-                &bytes) != (uint32_t)hx->nruns) {
+    if (blen > sizeof(stack) && (body = malloc(blen)) == NULL)
+        return -ENOMEM;
+    /* the records from the runs, the data packed along them from opk (the runs' local
+     * addresses are offsets in the packed elements); the answer is unpacked along them
+     * into rpk. NO_OP: no data, the records alone */
+    if (hx_fill(hx, &ri, &rp, (rma_hx_rec_t *)body, opk != NULL ? body + rbytes + cmp : NULL, opk,
+                HX_MAX_BYTES, &bytes) != (uint32_t)hx->nruns) {
         rc = -ENOSPC;
         goto out;
     }
     memcpy(body + rbytes, compare, cmp);
     if (rpk != NULL)
-        w = (hx_wait_t){
-            .left = &left, .err = &err, .runs = dst, .nruns = hx->nruns, .bytes = hx->bytes};
+        w = (hx_wait_t){.left = &left,
+                        .err = &err,
+                        .runs = hx->runs,
+                        .lbase = rpk,
+                        .nruns = hx->nruns,
+                        .bytes = hx->bytes};
     hx_hdr_init(&h, hx, (uint32_t)hx->nruns, hx->bytes, &w);
     h.kind = RMA_HX_ACC;
     h.op = (uint8_t)op;
     h.acc = (uint8_t)kind;
     h.basic = (int32_t)basic;
     if (kind == RMA_ACC) { /* done at the target's next flush, as a put */
-        rc = hx_post(nm, &h, body, rbytes + cmp + data);
+        rc = hx_post(nm, &h, body, blen);
         goto out;
     }
-    rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), body, rbytes + cmp + data,
-                          RMA_NM_AM_COPY);
+    rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), body, blen, RMA_NM_AM_COPY);
     if (rc == 0) {
         rma_net->wait_zero(&left);
         rc = atomic_load(&err);
     }
 out:
-    hx->runs = runs;
-    free(body);
-    free(src);
-    free(dst);
+    if (body != stack)
+        free(body);
     return rc;
 }
 
@@ -994,7 +990,7 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
     _Atomic uint64_t *note =
         why == NULL && (h->flags & RMA_HX_F_NOTE) ? hx_note_word(win, h->note_off) : NULL;
     size_t esize = 1, rbytes = 0, cmp = 0;
-    rma_hx_rec_t *recs = NULL;
+    rma_hx_rec_t *recs = NULL, few[HX_FEW_REC];
     const char *src = NULL;
     char *out = NULL;
     int fetch = 0, rc = 0;
@@ -1011,7 +1007,7 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
         fetch |= h->kind == RMA_HX_GET && !(h->flags & RMA_HX_F_RNDV);
         if (h->kind == RMA_HX_PUT && (h->flags & RMA_HX_F_RNDV))
             why = "rendezvous put without its data";
-        else if ((recs = malloc(rbytes)) == NULL ||
+        else if ((recs = h->nrec <= HX_FEW_REC ? few : malloc(rbytes)) == NULL ||
                  (fetch && (out = malloc(sizeof(a) + (size_t)h->bytes)) == NULL))
             why = "out of memory";
     }
@@ -1044,7 +1040,8 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
         if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
             pthread_mutex_unlock(&win->dyn_mtx);
     }
-    free(recs);
+    if (recs != few)
+        free(recs);
     if (rc == -EAGAIN) {
         free(out);
         return rc;

@@ -146,19 +146,28 @@ static void ucx_quiesce(void)
     pthread_mutex_unlock(&ux.tw_mtx);
 }
 
+/* Turns at the target worker between two tests of the collective's request: MPI's progress
+ * takes longer than an idle turn, and a request that arrives while it runs waits for it
+ * (two simulated nodes, 128-byte accumulate + flush served by a rank inside MPI_Barrier:
+ * 0.67 -> 0.63 us median with 8 turns). */
+#define SERVE_TW_TURNS 8
+
 /* Waits for an MPI collective's request (rc: the call that started it) while serving peers'
  * operations, when UCX runs, and watching for dead peers; spins then yields, never sleeps:
  * a collective's latency is not to suffer. The MPI error code. */
 static int serve_until(int rc, MPI_Request *req)
 {
-    int done = 0, spins = 0;
+    int done = 0, spins = 0, got;
     unsigned turns = 0;
 
     while (rc == MPI_SUCCESS && (rc = PMPI_Test(req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS &&
            !done) {
         if ((++turns & 15) == 0)
             rma_peer_poll(); /* peers' watch endpoints: answered, and checked */
-        if (ux.started && tw_progress())
+        got = 0;
+        for (int k = 0; ux.started && k < SERVE_TW_TURNS && !got; k++)
+            got = tw_progress();
+        if (got)
             spins = 0;
         else if (spins++ < rma_env.spin_count)
             rma_cpu_relax();
