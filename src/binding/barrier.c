@@ -4,14 +4,18 @@
  * A rank waiting in a barrier is where MPICH's own RMA makes its passive-target progress.
  * librma's progress agent does that job without any MPI call; but on a node whose cores all
  * run ranks that spin (MPICH's barrier spins), the agent may wait milliseconds for a core
- * while the origins wait for it. So once the off-node transport runs, a barrier is that
- * transport's barrier (netmod.h rma_netmod_t.barrier): it drives the target worker itself
- * whenever the agent is not driving it right now. Without off-node peers it is PMPI_Barrier.
+ * while the origins wait for it. So a barrier is the transport's (netmod.h
+ * rma_netmod_t.barrier): a nonblocking barrier whose wait drives the target worker itself
+ * whenever the transport runs and the agent is not driving it right now, and yields the
+ * core between turns. It is that barrier on every rank, whether or not this process has
+ * started the transport: MPI does not match a blocking barrier with a nonblocking one, and
+ * a rank outside every off-node window would otherwise hang the others
+ * (test/mpi/subset_windows). Built without a transport, it is PMPI_Barrier.
  */
 #include "binding/binding.h"
 #include "netmod/netmod.h"
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    return rma_net_started() ? rma_net->barrier(comm) : PMPI_Barrier(comm);
+    return rma_net != NULL ? rma_net->barrier(comm) : PMPI_Barrier(comm);
 }

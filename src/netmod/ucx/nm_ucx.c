@@ -1240,11 +1240,9 @@ static void ucx_finalize(void)
             ux.peers[w].ep = ux.peers[w].watch = NULL;
         }
     }
-    if (mine) /* our target worker serves the others while they close (RMA_AGENT=off: nobody
-                 else drives it) */
-        ucx_barrier(MPI_COMM_WORLD);
-    else
-        PMPI_Barrier(MPI_COMM_WORLD);
+    /* the same barrier on every rank (a blocking barrier does not match a nonblocking one);
+     * ours serves the others while they close (RMA_AGENT=off: nobody else drives it) */
+    ucx_barrier(MPI_COMM_WORLD);
     if (!mine)
         return;
     rma_agent_progress_detach();
