@@ -68,6 +68,12 @@ static void serve_kicks(void)
         rma_win_foreach(rma_expose_serve);
 }
 
+void rma_agent_serve_moves(void)
+{
+    if (agent_efd >= 0)
+        serve_kicks();
+}
+
 /* How long the agent sleeps while an application thread drives the network: the first
  * nap, doubled while the thread is still at it, up to the longest. */
 #define AGENT_ASIDE_MIN_NS 100000L

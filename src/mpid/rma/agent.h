@@ -21,6 +21,11 @@ void rma_agent_retry(void);
 /* Wakes the agent of process pid, whose eventfd there is fd. */
 void rma_agent_kick(int pid, int fd);
 
+/* Serves, in the calling thread, the peers' requests to move memory that woke the agent:
+ * for a rank that waits in MPI_Barrier while every core runs a spinning rank, and the
+ * agent would wait for one. One nonblocking read when there are none. */
+void rma_agent_serve_moves(void);
+
 /* Makes the agent drive a network too (started if needed): progress() returns 1 when it
  * did something, 0 when idle, -1 when an application thread drives the network itself
  * (the agent then sleeps a while, waking on its eventfd only); arm() returns 0 when the

@@ -162,8 +162,10 @@ static int serve_until(int rc, MPI_Request *req)
 
     while (rc == MPI_SUCCESS && (rc = PMPI_Test(req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS &&
            !done) {
-        if ((++turns & 15) == 0)
-            rma_peer_poll(); /* peers' watch endpoints: answered, and checked */
+        if ((++turns & 15) == 0) {
+            rma_peer_poll();         /* peers' watch endpoints: answered, and checked */
+            rma_agent_serve_moves(); /* same-node peers' requests to move memory */
+        }
         got = 0;
         for (int k = 0; ux.started && k < SERVE_TW_TURNS && !got; k++)
             got = tw_progress();
