@@ -34,6 +34,9 @@ typedef struct rma_nm_gate {
     int (*open)(struct rma_nm_gate *g); /* 0 or -errno */
 } rma_nm_gate_t;
 
+/* shm: the small transfers to one target held until its next flush (nm_shm.c). */
+typedef struct rma_shm_held rma_shm_held_t;
+
 /* One (window, target) as the transport sees it. */
 typedef struct rma_nm_tgt {
     const struct rma_netmod_ops *ops; /* NULL: the target is reached only by load/store */
@@ -87,6 +90,9 @@ typedef struct rma_nm_tgt {
                                          (so the next are held back); a flush clears it
                                          even with nothing to complete */
     rma_nm_gate_t *_Atomic gate;      /* set: opened before anything is sent to the target */
+    rma_shm_held_t *_Atomic held;     /* shm: small transfers held until a flush */
+    _Atomic uint32_t *cma_moving;     /* shm: the owner is moving the memory: no write now */
+    _Atomic uint32_t *cma_writers;    /* shm: ... it waits for the writes in flight to end */
 } rma_nm_tgt_t;
 
 /* 1 when UCX's puts and gets to t's window memory need t's worker anyway: tcp alone, or
@@ -242,7 +248,9 @@ typedef void (*rma_nm_am_rndv_cb_t)(const void *hdr, size_t hlen, rma_nm_rndv_t 
 typedef struct rma_netmod_ops {
     const char *name;
     /* Copies local iovecs to (writev) or from (readv) target addresses, one entry against
-     * one entry. shm: done on return; ucx: issued (done at flush). 0 or -errno. */
+     * one entry. Issued: done at the target's next flush (shm: small pieces wait for it,
+     * put data copied, so a writev is complete locally on return and a readv is not). 0 or
+     * -errno (shm: a transfer held before may report its error here). */
     int (*writev)(rma_nm_tgt_t *t, void *key, const struct iovec *local, const struct iovec *remote,
                   int n);
     int (*readv)(rma_nm_tgt_t *t, void *key, const struct iovec *local, const struct iovec *remote,
@@ -303,6 +311,9 @@ typedef struct rma_netmod_ops {
 } rma_netmod_ops_t;
 
 extern const rma_netmod_ops_t rma_nm_shm_ops;
+
+/* shm: completes and frees what is held for t (its window is freed). */
+void rma_nm_shm_release(rma_nm_tgt_t *t);
 
 /* The process-wide side of the transport to other nodes. */
 typedef struct rma_netmod {

@@ -52,7 +52,7 @@ int rma_sync_barrier(rma_win_t *win)
     int rc, via = -1;
 
     if (win->nranks <= FLAG_BARRIER_MAX || win->nreps > 0) {
-        if (win->net && (rc = barrier_order(win, "MPI_Win_fence", &via)) != MPI_SUCCESS)
+        if ((rc = barrier_order(win, "MPI_Win_fence", &via)) != MPI_SUCCESS)
             return rc;
         for (int k = 0, first = via >= 0 ? win->targets[via].node : 0; k < win->nreps; k++) {
             int i = (first + k) % win->nreps; /* the carrier's node first */

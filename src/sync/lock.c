@@ -563,7 +563,7 @@ int rma_flush_error(rma_win_t *win, int rank, const char *func)
 int rma_flush_local_net_all(rma_win_t *win, const char *func)
 {
     for (int t = 0; t < win->nranks; t++)
-        if (!win->targets[t].local && rma_nm_local_due(&win->targets[t].nm))
+        if (rma_nm_local_due(&win->targets[t].nm))
             return rma_flush_net(win, RMA_FLUSH_ALL, func);
     return MPI_SUCCESS;
 }

@@ -377,12 +377,6 @@ void rma_expose_offer(rma_win_t *win);
  * moving it would. */
 void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, size_t region_len);
 
-/* Origin: brackets every CMA write to target trank. A write that is in flight while the
- * owner's agent copies the pages could land in the old page after the copy and be lost, so
- * the agent waits for writes in flight to end, and writes wait while it moves. */
-void rma_expose_write_begin(rma_win_t *win, int trank);
-void rma_expose_write_end(rma_win_t *win, int trank);
-
 /* Origin, create windows: maps the target's memory here if its owner has published it
  * since we last looked. */
 void rma_expose_refresh(rma_win_t *win, int trank);

@@ -338,12 +338,18 @@ typedef struct net_info {
     int32_t pad;
 } net_info_t;
 
-/* Same-node targets not mapped here go through CMA. */
+/* Same-node targets not mapped here go through CMA; a write there waits while the owner
+ * moves its memory (windows/expose.c), which its control slot says. */
 static void win_shm_targets(rma_win_t *win)
 {
-    for (int t = 0; t < win->nranks; t++)
-        if (win->targets[t].local)
-            win->targets[t].nm.ops = &rma_nm_shm_ops;
+    for (int t = 0; t < win->nranks; t++) {
+        rma_nm_tgt_t *nm = &win->targets[t].nm;
+        if (!win->targets[t].local)
+            continue;
+        nm->ops = &rma_nm_shm_ops;
+        nm->cma_moving = &rma_ctl_rank(win->ctl, t)->moving;
+        nm->cma_writers = &rma_ctl_rank(win->ctl, t)->cma_writers;
+    }
 }
 
 /* Releases the keys and registrations of the off-node targets; their operations are
@@ -495,6 +501,8 @@ static void win_destroy(rma_win_t *win)
     if (win->targets != NULL) {
         for (int t = 0; t < win->nranks; t++) {
             rma_target_t *tg = &win->targets[t];
+            if (tg->local)
+                rma_nm_shm_release(&tg->nm);
             if (win->flavor == MPI_WIN_FLAVOR_CREATE && t != win->rank && tg->map_local)
                 rma_seg_detach(tg->map_local, tg->map_len);
             for (int s = 0; s < tg->nsegs; s++)

@@ -25,19 +25,13 @@ int rma_mover_flush(rma_mover_t *mv)
 
     if (mv->niov == 0)
         return 0;
-    if (!tg->local) { /* off-node: RDMA, complete at the target's next flush */
-        rc = mv->write ? nm->ops->writev(nm, mv->key, mv->liov, mv->riov, mv->niov)
-                       : nm->ops->readv(nm, mv->key, mv->liov, mv->riov, mv->niov);
+    /* off node RDMA, same node CMA (small pieces held): complete at the target's next flush */
+    rc = mv->write ? nm->ops->writev(nm, mv->key, mv->liov, mv->riov, mv->niov)
+                   : nm->ops->readv(nm, mv->key, mv->liov, mv->riov, mv->niov);
+    if (!tg->local || rma_nm_pending(nm))
         rma_win_net_issued(mv->win); /* pieces may be issued even when a later one failed */
-        if (rc == 0 && mv->sync)
-            rc = nm->ops->flush(nm);
-    } else if (mv->write) {
-        rma_expose_write_begin(mv->win, mv->trank);
-        rc = nm->ops->writev(nm, NULL, mv->liov, mv->riov, mv->niov);
-        rma_expose_write_end(mv->win, mv->trank);
-    } else {
-        rc = nm->ops->readv(nm, NULL, mv->liov, mv->riov, mv->niov);
-    }
+    if (rc == 0 && mv->sync)
+        rc = nm->ops->flush(nm);
     mv->niov = 0;
     if (rc != 0)
         mv->err = rc;

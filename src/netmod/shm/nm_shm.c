@@ -1,11 +1,36 @@
 /*
  * nm_shm.c - cross-memory attach transport.
+ *
+ * A process_vm_readv/writev call costs ~1.5 us whatever it moves, so small pieces to one
+ * target are held and go together, in one call, at the target's next flush (the stream of
+ * 1-byte puts or gets of a create window whose memory has not moved yet: MPICH copies each
+ * through shared memory for ~0.12 us). A put's data is copied into the held buffer, so its
+ * origin buffer is free on return; a get's lands at the flush (rma_nm_need_local). Held
+ * transfers keep their issue order: a transfer the other way, or a large one, sends them
+ * first.
  */
 #define _GNU_SOURCE
 #include "netmod/shm/nm_shm.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
+
+#include "sync/wait.h"
+
+#define HELD_MAX   64   /* pieces held for one target */
+#define HELD_PIECE 1024 /* only pieces of at most this many bytes are held */
+
+struct rma_shm_held {
+    pthread_mutex_t mtx;
+    int n, write; /* pieces held, and their direction */
+    size_t used;  /* bytes of put data in buf */
+    struct iovec l[HELD_MAX], r[HELD_MAX];
+    char buf[HELD_MAX * HELD_PIECE];
+};
+typedef rma_shm_held_t shm_held_t;
 
 static size_t iov_total(const struct iovec *iov, int n)
 {
@@ -70,39 +95,246 @@ static int nm_shm_xfer(int pid, const struct iovec *local, int nlocal, const str
     return 0;
 }
 
+/* A write to memory its owner may be moving (windows/expose.c): the owner waits for the
+ * writes in flight to end before it copies the pages, and writes wait while it moves, so
+ * that none lands in an old page after the copy. */
+static void write_begin(rma_nm_tgt_t *t)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    if (t->cma_writers == NULL)
+        return;
+    for (;;) {
+        while (atomic_load_explicit(t->cma_moving, memory_order_seq_cst))
+            rma_backoff(&bo);
+        atomic_fetch_add_explicit(t->cma_writers, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(t->cma_moving, memory_order_seq_cst))
+            return;
+        atomic_fetch_sub_explicit(t->cma_writers, 1, memory_order_seq_cst);
+    }
+}
+
+static void write_end(rma_nm_tgt_t *t)
+{
+    if (t->cma_writers != NULL)
+        atomic_fetch_sub_explicit(t->cma_writers, 1, memory_order_release);
+}
+
+static int xfer_now(rma_nm_tgt_t *t, const struct iovec *local, const struct iovec *remote, int n,
+                    int write)
+{
+    int rc;
+
+    if (write)
+        write_begin(t);
+    rc = nm_shm_xfer(t->pid, local, n, remote, n, write);
+    if (write)
+        write_end(t);
+    return rc;
+}
+
+/* Held reads, each run of them whose target bytes lie within HELD_PIECE read as one span
+ * into h->buf and copied out: the kernel pins every page of every entry, so a run of small
+ * gets to one page costs one pin instead of one each. A span that covers a hole between
+ * two attached regions fails: then they are read one by one. */
+static int held_reads(rma_nm_tgt_t *t, shm_held_t *h)
+{
+    struct iovec sl[HELD_MAX], sr[HELD_MAX];
+    int end[HELD_MAX], m = 0, rc;
+    size_t used = 0;
+
+    for (int i = 0, j; i < h->n; i = j) {
+        uintptr_t lo = (uintptr_t)h->r[i].iov_base, hi = lo + h->r[i].iov_len;
+        for (j = i + 1; j < h->n; j++) {
+            uintptr_t a = (uintptr_t)h->r[j].iov_base, b = a + h->r[j].iov_len;
+            uintptr_t nlo = a < lo ? a : lo, nhi = b > hi ? b : hi;
+            if (nhi - nlo > HELD_PIECE)
+                break;
+            lo = nlo;
+            hi = nhi;
+        }
+        sr[m] = (struct iovec){(void *)lo, hi - lo};
+        sl[m] = j == i + 1 ? h->l[i] : (struct iovec){h->buf + used, hi - lo};
+        used += j == i + 1 ? 0 : hi - lo;
+        end[m++] = j;
+    }
+    if (m == h->n)
+        return xfer_now(t, h->l, h->r, h->n, 0);
+    if ((rc = xfer_now(t, sl, sr, m, 0)) != 0)
+        return xfer_now(t, h->l, h->r, h->n, 0);
+    for (int k = 0, i = 0; k < m; k++)
+        for (; i < end[k]; i++)
+            if (sl[k].iov_base != h->l[i].iov_base)
+                memcpy(h->l[i].iov_base,
+                       (char *)sl[k].iov_base + ((char *)h->r[i].iov_base - (char *)sr[k].iov_base),
+                       h->l[i].iov_len);
+    return 0;
+}
+
+/* Sends what h holds (its lock held). */
+static int held_send(rma_nm_tgt_t *t, shm_held_t *h)
+{
+    int rc = h->n == 0 ? 0 : h->write ? xfer_now(t, h->l, h->r, h->n, 1) : held_reads(t, h);
+
+    h->n = 0;
+    h->used = 0;
+    return rc;
+}
+
+/* t's held transfers, made on first use; NULL without memory. */
+static shm_held_t *held_of(rma_nm_tgt_t *t)
+{
+    shm_held_t *h = atomic_load_explicit(&t->held, memory_order_acquire), *none = NULL;
+
+    if (h != NULL || (h = malloc(sizeof(*h))) == NULL)
+        return h;
+    pthread_mutex_init(&h->mtx, NULL);
+    h->n = 0;
+    h->used = 0;
+    if (!atomic_compare_exchange_strong_explicit(&t->held, &none, h, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        pthread_mutex_destroy(&h->mtx);
+        free(h);
+        h = none; /* another thread's came first */
+    }
+    return h;
+}
+
+/* Appends a piece to h (with room); a put's data is copied, so its origin buffer is free on
+ * return. */
+static void held_add(shm_held_t *h, const struct iovec *l, const struct iovec *r, int write)
+{
+    h->r[h->n] = *r;
+    h->l[h->n] = *l;
+    if (write) {
+        h->l[h->n].iov_base = memcpy(h->buf + h->used, l->iov_base, l->iov_len);
+        h->used += l->iov_len;
+    }
+    h->n++;
+}
+
+/* A put whose target bytes a held put covers exactly takes its place (puts from one origin
+ * are not ordered: either may land last), and one that continues the last held put's
+ * target bytes extends it. 1 when merged. */
+static int held_write_merged(shm_held_t *h, const struct iovec *l, const struct iovec *r)
+{
+    struct iovec *last = h->n > 0 ? &h->r[h->n - 1] : NULL;
+
+    for (int k = 0; k < h->n; k++)
+        if (h->r[k].iov_base == r->iov_base && h->r[k].iov_len == r->iov_len) {
+            memcpy(h->l[k].iov_base, l->iov_base, l->iov_len);
+            return 1;
+        }
+    if (last == NULL || (char *)last->iov_base + last->iov_len != (char *)r->iov_base ||
+        (char *)h->l[h->n - 1].iov_base + h->l[h->n - 1].iov_len != h->buf + h->used)
+        return 0;
+    memcpy(h->buf + h->used, l->iov_base, l->iov_len);
+    h->used += l->iov_len;
+    last->iov_len += r->iov_len;
+    h->l[h->n - 1].iov_len += l->iov_len;
+    return 1;
+}
+
+static int small_pieces(const struct iovec *local, int n)
+{
+    if (n > HELD_MAX)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (local[i].iov_len > HELD_PIECE)
+            return 0;
+    return 1;
+}
+
+static int nm_shm_issue(rma_nm_tgt_t *t, const struct iovec *local, const struct iovec *remote,
+                        int n, int write)
+{
+    shm_held_t *h = small_pieces(local, n) ? held_of(t) : NULL;
+    int rc = 0;
+
+    if (h == NULL) { /* at once, after what is held */
+        h = atomic_load_explicit(&t->held, memory_order_acquire);
+        if (h != NULL) {
+            pthread_mutex_lock(&h->mtx);
+            rc = held_send(t, h);
+            pthread_mutex_unlock(&h->mtx);
+        }
+        return rc != 0 ? rc : xfer_now(t, local, remote, n, write);
+    }
+    pthread_mutex_lock(&h->mtx);
+    if (h->n > 0 && (h->write != write || h->n + n > HELD_MAX ||
+                     h->used + iov_total(local, n) > sizeof(h->buf)))
+        rc = held_send(t, h);
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (!write || !held_write_merged(h, &local[i], &remote[i]))
+            held_add(h, &local[i], &remote[i], write);
+    if (rc == 0) {
+        h->write = write;
+        rma_nm_issued(t);
+        if (!write)
+            rma_nm_need_local(t); /* the data lands at the flush */
+    }
+    pthread_mutex_unlock(&h->mtx);
+    return rc;
+}
+
 static int nm_shm_writev(rma_nm_tgt_t *t, void *key, const struct iovec *local,
                          const struct iovec *remote, int n)
 {
     (void)key;
-    return nm_shm_xfer(t->pid, local, n, remote, n, 1);
+    return nm_shm_issue(t, local, remote, n, 1);
 }
 
 static int nm_shm_readv(rma_nm_tgt_t *t, void *key, const struct iovec *local,
                         const struct iovec *remote, int n)
 {
     (void)key;
-    return nm_shm_xfer(t->pid, local, n, remote, n, 0);
+    return nm_shm_issue(t, local, remote, n, 0);
 }
 
 static int nm_shm_flush(rma_nm_tgt_t *t)
 {
-    return 0; /* process_vm_* calls are complete when they return */
+    shm_held_t *h = atomic_load_explicit(&t->held, memory_order_acquire);
+    unsigned seen;
+    int rc;
+
+    if (h == NULL)
+        return 0;
+    pthread_mutex_lock(&h->mtx);
+    seen = atomic_load_explicit(&t->issued, memory_order_acquire);
+    if ((rc = held_send(t, h)) == 0)
+        rma_nm_flushed(t, seen);
+    pthread_mutex_unlock(&h->mtx);
+    return rc;
 }
 
+/* Requests (MPI_Rget): the flush is done at once. */
 static int nm_shm_flush_start(rma_nm_tgt_t *t, void **req)
 {
     *req = NULL;
-    return 0;
+    return nm_shm_flush(t);
 }
 
 static int nm_shm_flush_test(rma_nm_tgt_t *t, void **req)
 {
+    (void)t;
+    (void)req;
     return 0;
 }
 
 static void nm_shm_flush_release(void *req)
 {
     (void)req; /* flush_start never makes one */
+}
+
+void rma_nm_shm_release(rma_nm_tgt_t *t)
+{
+    shm_held_t *h = atomic_exchange_explicit(&t->held, NULL, memory_order_acq_rel);
+
+    if (h == NULL)
+        return;
+    held_send(t, h); /* an epoch left open: MPI_Win_free completes it */
+    pthread_mutex_destroy(&h->mtx);
+    free(h);
 }
 
 const rma_netmod_ops_t rma_nm_shm_ops = {
