@@ -93,6 +93,7 @@ typedef struct rma_nm_tgt {
     rma_shm_held_t *_Atomic held;     /* shm: small transfers held until a flush */
     _Atomic uint32_t *cma_moving;     /* shm: the owner is moving the memory: no write now */
     _Atomic uint32_t *cma_writers;    /* shm: ... it waits for the writes in flight to end */
+    _Atomic unsigned cma_calls;       /* shm: process_vm_readv/writev calls made */
 } rma_nm_tgt_t;
 
 /* 1 when UCX's puts and gets to t's window memory need t's worker anyway: tcp alone, or

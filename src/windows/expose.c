@@ -26,15 +26,13 @@
 #include "windows/segment.h"
 #include "windows/win.h"
 
-/* What moving a region costs, and what one CMA transfer costs, in ns. Measured here: ~1.6
- * us per process_vm_writev, ~10 GB/s; a transfer the transport held for the next flush
- * (netmod/shm) shares one call with up to 63 others, ~0.1 us; moving 4 MiB took 5.8 ms
- * (the new pages' faults, the copy, then every peer faults the pages in again), so a byte
- * is counted at 1 ns. */
+/* What moving a region costs, and what CMA costs, in ns (measured here: ~1.6 us per
+ * process_vm_writev call, ~10 GB/s; ~0.1 us a transfer besides, which the transport may
+ * hold to send with others in one call at the next flush; a page copy at ~8 GB/s plus
+ * mapping it). */
 #define MOVE_FIXED_NS 50000u
-#define MOVE_BYTE_NS  1u
 #define CMA_CALL_NS   1500u
-#define CMA_HELD_NS   100u
+#define CMA_PIECE_NS  100u
 
 void rma_expose_offer(rma_win_t *win)
 {
@@ -72,13 +70,17 @@ void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, s
 {
     rma_target_t *tg = &win->targets[trank];
     rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, trank);
+    unsigned calls = atomic_load_explicit(&tg->nm.cma_calls, memory_order_relaxed);
     int fd;
 
     if (!rma_env.create_remap || trank == win->rank)
         return;
     if (tg->cma_budget == 0)
-        tg->cma_budget = MOVE_FIXED_NS + region_len * MOVE_BYTE_NS;
-    tg->cma_ns += (rma_nm_pending(&tg->nm) ? CMA_HELD_NS : CMA_CALL_NS) + bytes / 10;
+        tg->cma_budget = MOVE_FIXED_NS + region_len / 8;
+    /* the calls the transport made since the last note (held transfers sent by a flush
+     * among them), and this transfer */
+    tg->cma_ns += (uint64_t)(calls - tg->cma_calls) * CMA_CALL_NS + CMA_PIECE_NS + bytes / 10;
+    tg->cma_calls = calls;
     if (tg->cma_ns < tg->cma_budget)
         return;
     /* ask again only after as much traffic again: the owner may have refused the move */

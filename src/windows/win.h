@@ -176,6 +176,7 @@ typedef struct rma_target {
     uint64_t expose_seen; /* create windows: the target's expose_seq mapped here */
     uint64_t cma_ns;      /* estimated time spent reaching the target through CMA */
     uint64_t cma_budget;  /* ... at which to ask the target to move its memory */
+    unsigned cma_calls;   /* ... the transport's calls counted in it (nm.cma_calls) */
     rma_peer_seg_t *segs; /* dynamic windows: cached mappings of the target's segments */
     int nsegs, segs_cap;
     const rma_dyn_region_t *dtab; /* dynamic windows: the target's region table mapped here */
