@@ -639,10 +639,9 @@ static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
         memcpy(a->rpk + boff, old, n);
     if (a->op == RMA_OP_NO_OP || (a->kind == RMA_CAS && memcmp(old, a->compare, n) != 0))
         return 0;
-    if (a->kind != RMA_CAS && a->op != RMA_OP_REPLACE) {
-        memcpy(upd, old, n);
-        copy_apply(a->op, a->akind, a->esize, upd, src, n);
-        src = upd;
+    if (a->kind != RMA_CAS && a->op != RMA_OP_REPLACE) { /* old is copied out already */
+        copy_apply(a->op, a->akind, a->esize, old, src, n);
+        src = old;
     }
     return acc_rw(a, ta, (char *)src, n, 1);
 }

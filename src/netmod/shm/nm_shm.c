@@ -216,7 +216,8 @@ static void held_add(shm_held_t *h, const struct iovec *l, const struct iovec *r
 
 /* A put whose target bytes a held put covers exactly takes its place (puts from one origin
  * are not ordered: either may land last), and one that continues the last held put's
- * target bytes extends it. 1 when merged. */
+ * target bytes extends it (puts are staged in order, so the last one's data ends the
+ * staged bytes). 1 when merged. */
 static int held_write_merged(shm_held_t *h, const struct iovec *l, const struct iovec *r)
 {
     struct iovec *last = h->n > 0 ? &h->r[h->n - 1] : NULL;
@@ -226,8 +227,7 @@ static int held_write_merged(shm_held_t *h, const struct iovec *l, const struct 
             memcpy(h->l[k].iov_base, l->iov_base, l->iov_len);
             return 1;
         }
-    if (last == NULL || (char *)last->iov_base + last->iov_len != (char *)r->iov_base ||
-        (char *)h->l[h->n - 1].iov_base + h->l[h->n - 1].iov_len != h->buf + h->used)
+    if (last == NULL || (char *)last->iov_base + last->iov_len != (char *)r->iov_base)
         return 0;
     memcpy(h->buf + h->used, l->iov_base, l->iov_len);
     h->used += l->iov_len;
@@ -246,21 +246,30 @@ static int small_pieces(const struct iovec *local, int n)
     return 1;
 }
 
+static int nm_shm_flush(rma_nm_tgt_t *t)
+{
+    shm_held_t *h = atomic_load_explicit(&t->held, memory_order_acquire);
+    unsigned seen;
+    int rc;
+
+    if (h == NULL)
+        return 0;
+    pthread_mutex_lock(&h->mtx);
+    seen = atomic_load_explicit(&t->issued, memory_order_acquire);
+    if ((rc = held_send(t, h)) == 0)
+        rma_nm_flushed(t, seen);
+    pthread_mutex_unlock(&h->mtx);
+    return rc;
+}
+
 static int nm_shm_issue(rma_nm_tgt_t *t, const struct iovec *local, const struct iovec *remote,
                         int n, int write)
 {
     shm_held_t *h = small_pieces(local, n) ? held_of(t) : NULL;
     int rc = 0;
 
-    if (h == NULL) { /* at once, after what is held */
-        h = atomic_load_explicit(&t->held, memory_order_acquire);
-        if (h != NULL) {
-            pthread_mutex_lock(&h->mtx);
-            rc = held_send(t, h);
-            pthread_mutex_unlock(&h->mtx);
-        }
-        return rc != 0 ? rc : xfer_now(t, local, remote, n, write);
-    }
+    if (h == NULL) /* at once, after what is held */
+        return (rc = nm_shm_flush(t)) != 0 ? rc : xfer_now(t, local, remote, n, write);
     pthread_mutex_lock(&h->mtx);
     if (h->n > 0 && (h->write != write || h->n + n > HELD_MAX ||
                      h->used + iov_total(local, n) > sizeof(h->buf)))
@@ -290,22 +299,6 @@ static int nm_shm_readv(rma_nm_tgt_t *t, void *key, const struct iovec *local,
 {
     (void)key;
     return nm_shm_issue(t, local, remote, n, 0);
-}
-
-static int nm_shm_flush(rma_nm_tgt_t *t)
-{
-    shm_held_t *h = atomic_load_explicit(&t->held, memory_order_acquire);
-    unsigned seen;
-    int rc;
-
-    if (h == NULL)
-        return 0;
-    pthread_mutex_lock(&h->mtx);
-    seen = atomic_load_explicit(&t->issued, memory_order_acquire);
-    if ((rc = held_send(t, h)) == 0)
-        rma_nm_flushed(t, seen);
-    pthread_mutex_unlock(&h->mtx);
-    return rc;
 }
 
 /* Requests (MPI_Rget): the flush is done at once. */
