@@ -98,10 +98,21 @@ int rma_ctl_notify(rma_win_t *win, int t, size_t off, uint64_t v)
     return rc != 0 ? rc : rma_ctl_signal(win, t, off, v);
 }
 
+/* 1 when t applies this process's requests in issue order and UCX emulates its atomics
+ * with active messages anyway (tcp alone): a notification that nobody waits for goes as a
+ * request the target's agent does not answer (mpid/rma/hx.h RMA_HX_F_QUIET). */
+static int note_quiet(const rma_win_t *win, int t)
+{
+    return !win->targets[t].local && win->targets[t].nm.am_rma;
+}
+
 int rma_ctl_announce(rma_win_t *win, int t, size_t off, uint64_t v)
 {
     rma_nm_tgt_t *nm = &win->targets[t].nm;
-    int quiet = rma_nm_quiet(nm), rc = rma_ctl_add(win, t, off, v);
+    int quiet = rma_nm_quiet(nm), rc = note_quiet(win, t) ? rma_hx_notify_quiet(win, t, off, v) : 1;
+
+    if (rc == 1) /* UCX's atomic: acknowledged, which a flush waits for */
+        rc = rma_ctl_add(win, t, off, v);
 
     if (rc == 0 && !win->targets[t].local)
         rc = rma_ctl_push(win, t);
@@ -137,7 +148,8 @@ int rma_ctl_notify_sent(rma_win_t *win, int t, size_t off, uint64_t v)
         (ep != atomic_load_explicit(&nm->ep_flushed, memory_order_acquire) &&
          ep != atomic_load_explicit(&nm->ep_noted, memory_order_acquire)))
         return rma_ctl_notify(win, t, off, v);
-    rc = rma_hx_agg_notify(win, t, off, v, 1);
+    rc = note_quiet(win, t) ? rma_hx_notify_quiet(win, t, off, v)
+                            : rma_hx_agg_notify(win, t, off, v, 1);
     if (rc == 1)
         return rma_hx_agg_holds(nm) ? rma_ctl_notify(win, t, off, v)
                                     : rma_ctl_announce(win, t, off, v);

@@ -5,8 +5,10 @@
  * lengths, of an unknown kind. Each must be refused (status -EINVAL, or no answer for a
  * header cut short) and leave the target's memory unchanged; a well-formed request and
  * ordinary MPI_Put/MPI_Get afterwards must still work. A notification riding on a put
- * or a get (RMA_HX_F_NOTE) may name only a word of the ranks' control lines, and is applied
- * exactly when the header is sound. Accumulates are refused for an unknown kind, op or
+ * or a get (RMA_HX_F_NOTE) may name only a word of the ranks' control lines or of the posts,
+ * and is applied exactly when the header is sound. A request nobody answers
+ * (RMA_HX_F_QUIET) is a put with a notification, or a notification alone (no records): any
+ * other gets no answer and no effect. Accumulates are refused for an unknown kind, op or
  * datatype, an op the datatype does not allow, partial elements, or bounds; a rendezvous
  * get (sent straight from window memory) for more than one piece. For an allocated and a
  * dynamic window.
@@ -20,10 +22,12 @@
 #include "rmatest.h"
 #include "sync/ctl.h"
 
-#define WIN_BYTES 4096
-#define GOOD_OFF 100
-#define NOTE_GOOD 5          /* added by a well-formed put with a notification */
-#define NOTE_REFUSED (5 << 8) /* ... by one whose header is sound but its record is not */
+#define WIN_BYTES    4096
+#define GOOD_OFF     100
+#define NOTE_GOOD    5         /* added by a well-formed put with a notification */
+#define NOTE_REFUSED (5 << 8)  /* ... by one whose header is sound but its record is not */
+#define NOTE_QUIET   (5 << 16) /* ... by sound requests nobody answers (RMA_HX_F_QUIET) */
+#define POST_QUIET   3         /* added to a post word by a quiet notification alone */
 
 static int rank, nprocs;
 
@@ -65,8 +69,8 @@ static void note_init(req_t *q, const rma_target_t *tg, int kind, uint64_t addr,
 }
 
 /* The same as an accumulate request of kind acc (RMA_ACC, ...) with op on basic. */
-static void acc_init(req_t *q, const rma_target_t *tg, uint64_t addr, uint32_t len, int acc,
-                     int op, MPI_Datatype basic)
+static void acc_init(req_t *q, const rma_target_t *tg, uint64_t addr, uint32_t len, int acc, int op,
+                     MPI_Datatype basic)
 {
     req_init(q, tg, RMA_HX_ACC, addr, len);
     q->h.acc = (uint8_t)acc;
@@ -107,7 +111,9 @@ static void run(int dynamic, int t)
     uint64_t base = 0, note0;
     rma_win_t *rw;
     MPI_Win win;
-    size_t cnt_off; /* the target's PSCW completion count, a word a notification may name */
+    size_t cnt_off;  /* the target's PSCW completion count, a word a notification may name */
+    size_t post_off; /* the target's post word for origin 0, another one */
+    uint64_t post0;
     int bad = 0;
 
     if (dynamic) {
@@ -124,6 +130,8 @@ static void run(int dynamic, int t)
     rw = rma_win_lookup(win);
     cnt_off = RMA_CTL_OFF(rw, t, complete_cnt);
     note0 = atomic_load(&rma_ctl_rank(rw->ctl, t)->complete_cnt);
+    post_off = rma_ctl_off_post(rw, t, 0);
+    post0 = atomic_load(rma_ctl_post(rw->ctl, t, 0));
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (rank == 0) {
@@ -139,7 +147,7 @@ static void run(int dynamic, int t)
 #define CASE(what, call)                                                                           \
     do {                                                                                           \
         int rc_ = (call);                                                                          \
-        CHECK(n < (int)(sizeof(cases) / sizeof(cases[0])), "more cases than the table holds");    \
+        CHECK(n < (int)(sizeof(cases) / sizeof(cases[0])), "more cases than the table holds");     \
         if (n < (int)(sizeof(cases) / sizeof(cases[0])))                                           \
             cases[n++] = (typeof(cases[0])){what, rc_};                                            \
     } while (0)
@@ -226,7 +234,8 @@ static void run(int dynamic, int t)
         q.h.flags = RMA_HX_F_RNDV;
         q.rec[0] = (rma_hx_rec_t){end - 8, 0, 8, 512};
         q.h.bytes = 8 * 512;
-        CASE("rendezvous get of 512 pieces at the last word", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
+        CASE("rendezvous get of 512 pieces at the last word",
+             send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
         req_init(&q, tg, RMA_HX_GET, base + 8, 8);
         q.h.flags = RMA_HX_F_RNDV;
         q.rec[0] = (rma_hx_rec_t){base + 8, -8, 8, 2};
@@ -276,11 +285,14 @@ static void run(int dynamic, int t)
         CASE("shared-lock rendezvous get", send_req(win, t, &q, sizeof(q.h), 1, 0, 0));
         /* notifications riding on a request (RMA_HX_F_NOTE) */
         note_init(&q, tg, RMA_HX_PUT, base + 8, 0, 0, 1);
-        CASE("notification on the control segment's header", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        CASE("notification on the control segment's header",
+             send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         q.h.note_off = cnt_off + 4;
         CASE("misaligned notification", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
-        q.h.note_off = rw->ctl->post_off;
-        CASE("notification past the ranks' lines", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        q.h.note_off = rw->ctl->acc_off;
+        CASE("notification on an accumulate stripe", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        q.h.note_off = rw->ctl->post_off + (uint64_t)nprocs * nprocs * 8;
+        CASE("notification past the posts", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         q.h.note_off = (uint64_t)0 - 8;
         CASE("notification at offset 2^64 - 8", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         note_init(&q, tg, RMA_HX_GET, base + 8, RMA_HX_F_RNDV, cnt_off, 1);
@@ -290,11 +302,42 @@ static void run(int dynamic, int t)
         note_init(&q, tg, RMA_HX_PUT, base + 8, RMA_HX_F_SHARED, cnt_off, 1);
         CASE("notification on a shared-lock epoch", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         note_init(&q, tg, RMA_HX_PUT, base + 8, 0, cnt_off, 1);
-        CASE("notification on a put whose data is cut short", send_req(win, t, &q, sizeof(q.h), 1, 8, 3));
+        CASE("notification on a put whose data is cut short",
+             send_req(win, t, &q, sizeof(q.h), 1, 8, 3));
         /* a sound header whose record is refused: the notification is applied all the same
          * (the target must not wait for it forever; the origin reports the refusal) */
         note_init(&q, tg, RMA_HX_PUT, end - 4, 0, cnt_off, NOTE_REFUSED);
         CASE("put past the end with a notification", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
+        /* a notification alone needs RMA_HX_F_QUIET and no data */
+        note_init(&q, tg, RMA_HX_PUT, base + 8, 0, cnt_off, 1);
+        q.h.nrec = 0;
+        q.h.bytes = 0;
+        CASE("notification alone, answered", send_req(win, t, &q, sizeof(q.h), 0, 0, 0));
+
+        /* requests nobody answers (RMA_HX_F_QUIET): sent, never answered; what they did is
+         * checked at the target, after the answered requests below (issue order) */
+        note_init(&q, tg, RMA_HX_GET, base + 8, RMA_HX_F_QUIET, cnt_off, 1);
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 0, 0) == 0, "a quiet get was not sent");
+        req_init(&q, tg, RMA_HX_PUT, base + 8, 8);
+        q.h.flags = RMA_HX_F_QUIET; /* without a notification */
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0, "a quiet put was not sent");
+        note_init(&q, tg, RMA_HX_PUT, base + 8, RMA_HX_F_QUIET, cnt_off, 1);
+        q.h.nrec = 0; /* no records, but data */
+        CHECK(send_req(win, t, &q, sizeof(q.h), 0, 8, 0) == 0, "a quiet note was not sent");
+        note_init(&q, tg, RMA_HX_PUT, base + 8, RMA_HX_F_QUIET, rw->ctl->acc_off, 1);
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0, "a quiet put was not sent");
+        /* sound headers: the notifications are applied, a refused record's too */
+        note_init(&q, tg, RMA_HX_PUT, end - 4, RMA_HX_F_QUIET, cnt_off, NOTE_QUIET);
+        CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0, "a quiet put was not sent");
+        note_init(&q, tg, RMA_HX_PUT, 0, RMA_HX_F_QUIET, cnt_off, NOTE_QUIET);
+        q.h.nrec = 0;
+        q.h.bytes = 0;
+        CHECK(send_req(win, t, &q, sizeof(q.h), 0, 0, 0) == 0, "a quiet note was not sent");
+        note_init(&q, tg, RMA_HX_PUT, 0, RMA_HX_F_QUIET, post_off, POST_QUIET);
+        q.h.nrec = 0;
+        q.h.bytes = 0;
+        CHECK(send_req(win, t, &q, sizeof(q.h), 0, 0, 0) == 0, "a quiet post was not sent");
+
         MPI_OK(MPI_Type_free(&two_ints));
         for (int i = 0; i < n; i++)
             CHECK(cases[i].rc == -EINVAL, "request '%s': status %d, expected %d (-EINVAL)",
@@ -335,14 +378,17 @@ static void run(int dynamic, int t)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == t) {
         uint64_t got_note = atomic_load(&rma_ctl_rank(rw->ctl, t)->complete_cnt) - note0;
-        CHECK(got_note == 2 * NOTE_GOOD + NOTE_REFUSED,
+        uint64_t got_post = atomic_load(rma_ctl_post(rw->ctl, t, 0)) - post0;
+        CHECK(got_note == 2 * NOTE_GOOD + NOTE_REFUSED + 2 * NOTE_QUIET,
               "notifications added %#llx to the completion count, expected %#x",
-              (unsigned long long)got_note, 2 * NOTE_GOOD + NOTE_REFUSED);
+              (unsigned long long)got_note, 2 * NOTE_GOOD + NOTE_REFUSED + 2 * NOTE_QUIET);
+        CHECK(got_post == POST_QUIET, "notifications added %llu to the post word, expected %d",
+              (unsigned long long)got_post, POST_QUIET);
         for (int i = 0; i < WIN_BYTES; i++) {
             uint8_t want = i >= GOOD_OFF && i < GOOD_OFF + 8 ? 0xAB : pattern(i);
             if (mem[i] != want && bad++ < 4)
-                CHECK(0, "%s window: byte %d is %#x, expected %#x", dynamic ? "dynamic" : "allocated",
-                      i, mem[i], want);
+                CHECK(0, "%s window: byte %d is %#x, expected %#x",
+                      dynamic ? "dynamic" : "allocated", i, mem[i], want);
         }
         CHECK(bad == 0, "%d bytes changed", bad);
     }

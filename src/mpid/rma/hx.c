@@ -361,19 +361,27 @@ static char *agg_data(rma_hx_agg_t *a)
     return a->buf + HX_MAX_REC * sizeof(rma_hx_rec_t);
 }
 
-/* Sends the request held in a (the caller holds it) as one acknowledged request. */
+/* Sends the request held in a (the caller holds it) as one acknowledged request; with
+ * RMA_HX_F_QUIET in its flags as one that nobody waits for, which may hold no records (a
+ * notification alone). */
 static int agg_send(rma_nm_tgt_t *nm, rma_hx_agg_t *a)
 {
     size_t rbytes = a->nrec * sizeof(rma_hx_rec_t);
     char *body = agg_data(a) - rbytes;
-    int rc;
+    int quiet = (a->h.flags & RMA_HX_F_QUIET) != 0, rc;
 
-    if (a->nrec == 0)
+    if (a->nrec == 0 && !quiet)
         return 0;
     a->h.nrec = a->nrec;
     a->h.bytes = a->bytes;
     memmove(body, agg_recs(a), rbytes);
-    rc = hx_post(nm, &a->h, body, rbytes + a->bytes);
+    if (quiet) {
+        a->h.cookie = 0;
+        rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &a->h, sizeof(a->h), body, rbytes + a->bytes,
+                              RMA_NM_AM_COPY);
+    } else {
+        rc = hx_post(nm, &a->h, body, rbytes + a->bytes);
+    }
     a->nrec = 0;
     a->bytes = 0;
     return rc;
@@ -385,34 +393,37 @@ static int agg_send_gets(rma_hx_agg_t *a)
     return a->gets.nruns > 0 ? hx_send(&a->gets, 1) : 0;
 }
 
-/* A notification that rides on the last request sent (RMA_HX_F_NOTE). */
+/* A notification that rides on the last request sent (RMA_HX_F_NOTE); quiet: in a request
+ * nobody answers (RMA_HX_F_QUIET), alone when nothing is held. */
 typedef struct hx_note {
     uint64_t off, v;
+    int quiet;
 } hx_note_t;
 
 /* Sends what a (locked) holds back for nm; a flush also sends the gets and lets the next
  * small operation go on its own. note (a flush only): the last request carries it, and
  * the puts go only if the gets went, as the note says that everything before it took
- * effect. */
+ * effect. A quiet note is never sent with gets held (their answers are what a get waits
+ * for). */
 static int agg_send_locked(rma_nm_tgt_t *nm, rma_hx_agg_t *a, int flush, const hx_note_t *note)
 {
     int rc, grc = 0;
 
     if (flush) {
         atomic_store_explicit(&nm->primed, 0, memory_order_relaxed);
-        if (note != NULL && a->nrec == 0) { /* gets alone: the last of their requests */
+        if (note != NULL && a->nrec == 0 && a->gets.nruns > 0) { /* gets alone: the last */
             a->gets.noted = 1;
             a->gets.note_off = note->off;
             a->gets.note = note->v;
         }
         grc = agg_send_gets(a);
         a->gets.noted = 0;
-        if (note != NULL && (a->nrec == 0 || grc != 0))
+        if (note != NULL && ((a->nrec == 0 && !note->quiet) || grc != 0))
             return grc;
     }
     if (note == NULL)
         return (rc = agg_send(nm, a)) != 0 ? rc : grc;
-    a->h.flags = RMA_HX_F_NOTE;
+    a->h.flags = RMA_HX_F_NOTE | (note->quiet ? RMA_HX_F_QUIET : 0);
     a->h.note_off = note->off;
     a->h.note = note->v;
     rc = agg_send(nm, a);
@@ -655,7 +666,33 @@ int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v, int put
     if (puts_only && a->gets.nruns > 0)
         rc = 1;
     if (rc == 0)
-        rc = agg_send_locked(nm, a, 1, &(hx_note_t){off, v});
+        rc = agg_send_locked(nm, a, 1, &(hx_note_t){off, v, 0});
+    agg_unlock(a);
+    return rc;
+}
+
+int rma_hx_notify_quiet(rma_win_t *win, int trank, size_t off, uint64_t v)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    rma_hx_agg_t *a = nm->agg;
+    int rc;
+
+    if (a == NULL) { /* aggregation off: the notification alone */
+        rma_hx_t hx = {.win = win, .trank = trank, .write = 1};
+        rma_hx_hdr_t h;
+
+        hx_hdr_init(&h, &hx, 0, 0, NULL);
+        h.flags = RMA_HX_F_NOTE | RMA_HX_F_QUIET;
+        h.note_off = off;
+        h.note = v;
+        return nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), NULL, 0, RMA_NM_AM_COPY);
+    }
+    agg_lock(a);
+    rc = a->gets.nruns > 0 || (a->nrec > 0 && a->h.kind != RMA_HX_PUT);
+    if (rc == 0) {
+        a->h.kind = RMA_HX_PUT; /* when nothing is held: the notification alone */
+        rc = agg_send_locked(nm, a, 1, &(hx_note_t){off, v, 1});
+    }
     agg_unlock(a);
     return rc;
 }
@@ -839,7 +876,7 @@ int rma_hx_send_raw(MPI_Win handle, int target, const void *hdr, size_t hlen, co
     }
     rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, h, hlen, data, len,
                           rndv ? RMA_NM_AM_RNDV : RMA_NM_AM_COPY);
-    if (rc != 0 || hlen < sizeof(rma_hx_hdr_t))
+    if (rc != 0 || hlen < sizeof(rma_hx_hdr_t) || (((rma_hx_hdr_t *)h)->flags & RMA_HX_F_QUIET))
         return rc;
     rma_net->wait_zero(&left);
     return atomic_load(&err);
@@ -882,13 +919,16 @@ static int hx_rec_span(const rma_hx_rec_t *r, uint64_t *lo, uint64_t *hi)
 }
 
 /* The control word a notification may name: 8-byte aligned, in the ranks' lines of this
- * node's control segment (lock words, fence and PSCW counters); NULL for any other. */
+ * node's control segment (lock words, fence and PSCW counters) or in its posts (one word
+ * per origin and target); NULL for any other. */
 static _Atomic uint64_t *hx_note_word(rma_win_t *win, uint64_t off)
 {
     const rma_ctl_t *c = win->ctl;
-    uint64_t end = c->ranks_off + (uint64_t)c->nranks * sizeof(rma_ctl_rank_t);
+    uint64_t ranks_end = c->ranks_off + (uint64_t)c->nranks * sizeof(rma_ctl_rank_t);
+    uint64_t posts_end = c->post_off + (uint64_t)c->nranks * c->nranks * sizeof(uint64_t);
 
-    if (off % sizeof(uint64_t) != 0 || off < c->ranks_off || off > end - sizeof(uint64_t))
+    if (off % sizeof(uint64_t) != 0 ||
+        !((off >= c->ranks_off && off < ranks_end) || (off >= c->post_off && off < posts_end)))
         return NULL;
     return (_Atomic uint64_t *)((char *)win->ctl + off);
 }
@@ -904,17 +944,20 @@ static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_
         return "bad header";
     if (h->kind != RMA_HX_PUT && h->kind != RMA_HX_GET && h->kind != RMA_HX_ACC)
         return "unknown request kind";
-    if ((h->flags & ~(RMA_HX_F_RNDV | RMA_HX_F_SHARED | RMA_HX_F_NOTE)) != 0 ||
+    if ((h->flags & ~(RMA_HX_F_RNDV | RMA_HX_F_SHARED | RMA_HX_F_NOTE | RMA_HX_F_QUIET)) != 0 ||
         ((h->flags & RMA_HX_F_RNDV) && (h->kind == RMA_HX_ACC || h->nrec != 1)) ||
         ((h->flags & RMA_HX_F_SHARED) && (h->kind == RMA_HX_ACC || (h->flags & RMA_HX_F_RNDV))) ||
-        ((h->flags & RMA_HX_F_NOTE) && (h->kind == RMA_HX_ACC || h->flags != RMA_HX_F_NOTE)))
+        ((h->flags & RMA_HX_F_NOTE) &&
+         (h->kind == RMA_HX_ACC || (h->flags & ~RMA_HX_F_QUIET) != RMA_HX_F_NOTE)) ||
+        ((h->flags & RMA_HX_F_QUIET) && (h->kind != RMA_HX_PUT || !(h->flags & RMA_HX_F_NOTE))))
         return "bad flags";
     win = rma_win_lookup((MPI_Win)h->win);
     if (win == NULL || win->serial != h->serial || !win->net)
         return "no such window here";
     if ((h->flags & RMA_HX_F_NOTE) && hx_note_word(win, h->note_off) == NULL)
         return "notification outside the ranks' control words";
-    if (h->nrec == 0 || h->nrec > HX_MAX_REC ||
+    /* no records: a notification alone, which nobody answers */
+    if ((h->nrec == 0 && (!(h->flags & RMA_HX_F_QUIET) || h->bytes != 0)) || h->nrec > HX_MAX_REC ||
         h->bytes > ((h->flags & RMA_HX_F_RNDV) ? RMA_RNDV_MAX : HX_MAX_BYTES))
         return "record count or length out of range";
     rbytes = (size_t)h->nrec * sizeof(rma_hx_rec_t);
@@ -1013,7 +1056,8 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
     }
     if (why == NULL) {
         const char *body = (const char *)data + rbytes;
-        memcpy(recs, data, rbytes); /* the body need not be aligned for the records */
+        if (rbytes > 0) /* the body need not be aligned for the records */
+            memcpy(recs, data, rbytes);
         if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
             pthread_mutex_lock(&win->dyn_mtx);
         why = hx_check_recs(win, recs, h->nrec, h->bytes, esize);
@@ -1055,7 +1099,7 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
         free(out);
         out = NULL;
     }
-    if (reply_ep == NULL || hlen < sizeof(*h)) {
+    if (reply_ep == NULL || hlen < sizeof(*h) || (h->flags & RMA_HX_F_QUIET)) {
         free(out);
         return 0;
     }

@@ -40,6 +40,15 @@ enum { RMA_HX_PUT = 1, RMA_HX_GET, RMA_HX_ACC };
  * control segment, a word of the ranks' lines, and then answers. */
 #define RMA_HX_F_NOTE 0x4u
 
+/* With RMA_HX_F_NOTE on a put, or on no records at all (a notification alone): the origin
+ * waits for no answer, and the agent sends none. Only where the target applies this
+ * process's requests in issue order (tcp alone, nm->am_rma): a later request's answer then
+ * says that this one took effect too, and the notification itself tells the target that
+ * the records before it did (sync/ctl.h rma_ctl_announce, rma_ctl_notify_sent). Saves the
+ * answer's send at the target and its receipt here, both on the critical path of a PSCW
+ * or fence round. */
+#define RMA_HX_F_QUIET 0x8u
+
 /* A request: the header, then nrec records, then the data: for a put the bytes the records
  * cover, in record order; for an accumulate (RMA_HX_ACC) the compare element of a
  * compare-and-swap, then the origin's elements (none for MPI_NO_OP). */
@@ -173,6 +182,12 @@ int rma_hx_agg_shared(rma_win_t *win, int trank);
  * held, or accumulates are, or (puts_only) gets are (nothing was sent), or -errno. */
 int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v, int puts_only);
 
+/* The same without an answer (RMA_HX_F_QUIET; nm->am_rma targets only): the puts held back
+ * for target trank, or nothing when none are, go with the notification in one request
+ * that nobody waits for, and 0 is returned; 1 when gets or accumulates are held (nothing
+ * was sent), or -errno. */
+int rma_hx_notify_quiet(rma_win_t *win, int trank, size_t off, uint64_t v);
+
 /* 1 when aggregation holds back operations for nm's target (puts, gets or accumulates). */
 int rma_hx_agg_holds(const rma_nm_tgt_t *nm);
 
@@ -189,8 +204,8 @@ void rma_hx_done(rma_hx_t *hx);
 /* Tests only: sends a raw request (header hdr of hlen bytes, its cookie replaced; body
  * data, by rendezvous when rndv is set) to target of win and waits for the answer. Returns
  * the status the target's agent answered (0, or -EINVAL when it dropped the request), or
- * -errno when it could not be sent; a header shorter than rma_hx_hdr_t gets no answer (0
- * once sent). Data in an answer is dropped. */
+ * -errno when it could not be sent; a header shorter than rma_hx_hdr_t, or one that asks
+ * for no answer (RMA_HX_F_QUIET), gets none (0 once sent). Data in an answer is dropped. */
 int rma_hx_send_raw(MPI_Win win, int target, const void *hdr, size_t hlen, const void *data,
                     size_t len, int rndv);
 
