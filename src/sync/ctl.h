@@ -185,7 +185,10 @@ int rma_ctl_notify(rma_win_t *win, int t, size_t off, uint64_t v);
  * rma_ctl_notify_sent: where t's transport keeps issue order (tcp, whose socket has what
  * UCX took; doc/protocols.md says why not elsewhere): an announce when t is
  * quiet, else it rides on the held puts or follows in order, pushed. Elsewhere (gets or
- * accumulates under way, no issue order) rma_ctl_notify. 0 or -errno. */
+ * accumulates under way, no issue order) rma_ctl_notify.
+ * Over tcp alone (nm.am_rma) both send a request the target's agent applies without
+ * answering (mpid/rma/hx.h RMA_HX_F_QUIET): nobody waits for the answer, and sending it
+ * would delay the target's next step. 0 or -errno. */
 int rma_ctl_announce(rma_win_t *win, int t, size_t off, uint64_t v);
 int rma_ctl_notify_sent(rma_win_t *win, int t, size_t off, uint64_t v);
 
