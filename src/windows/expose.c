@@ -93,18 +93,30 @@ void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, s
     wait_taken(cr, tg->cma_ns);
 }
 
-/* Owner's agent: moves [addr, addr+len) once no peer's CMA write is in flight to us. */
-static rma_memreg_t *move_quiet(rma_ctl_rank_t *me, void *addr, size_t len)
+/* Owner's agent: peers' CMA writes to us wait (nm_shm.c write_begin) from when none is in
+ * flight until the pages are in place: only while they are copied, not while the move
+ * looks at the mappings and allocates the segment. */
+static void writers_hold(void *arg)
 {
+    rma_ctl_rank_t *me = arg;
     rma_backoff_t bo = RMA_BACKOFF_INIT;
-    rma_memreg_t *reg;
 
     atomic_store_explicit(&me->moving, 1, memory_order_seq_cst);
     while (atomic_load_explicit(&me->cma_writers, memory_order_seq_cst) != 0)
         rma_backoff(&bo);
-    reg = rma_memreg_move(addr, len);
-    atomic_store_explicit(&me->moving, 0, memory_order_release);
-    return reg;
+}
+
+static void writers_release(void *arg)
+{
+    atomic_store_explicit(&((rma_ctl_rank_t *)arg)->moving, 0, memory_order_release);
+}
+
+/* Owner's agent: moves [addr, addr+len), peers' CMA writes held off while it copies. */
+static rma_memreg_t *move_quiet(rma_ctl_rank_t *me, void *addr, size_t len)
+{
+    const rma_memreg_hold_t hold = {writers_hold, writers_release, me};
+
+    return rma_memreg_move(addr, len, &hold);
 }
 
 void rma_expose_refresh(rma_win_t *win, int trank)

@@ -41,14 +41,25 @@ int rma_memreg_free(void *ptr);
  * is on the path of MPI_Win_create and MPI_Win_attach. */
 rma_memreg_t *rma_memreg_expose(void *addr, size_t len);
 
+/* Writers the kernel does not hold off while pages are write-protected (peers' cross-memory
+ * writes, which userfaultfd refuses instead of making them wait): begin(arg) returns once
+ * none is in flight and keeps new ones out, end(arg) lets them in again. */
+typedef struct rma_memreg_hold {
+    void (*begin)(void *arg);
+    void (*end)(void *arg);
+    void *arg;
+} rma_memreg_hold_t;
+
 /* Makes the pages holding [addr, addr+len) shared memory that peers can map, keeping their
  * address and contents, and takes a reference on the registration: revives an earlier
  * window's moved pages, or moves them onto a segment under userfaultfd write protection
  * (no concurrent write is lost). NULL when that is not possible or not allowed
  * (RMA_CREATE_REMAP=0, no userfaultfd, pages that are not private writable memory or are
  * the main stack, transparent huge pages, part of another registration). Costs a copy of
- * the pages: the progress agent calls it, never a creating call. */
-rma_memreg_t *rma_memreg_move(void *addr, size_t len);
+ * the pages: the progress agent calls it, never a creating call. Writers wait only while
+ * the pages are copied and the segment is put in place (hold, when not NULL, around that
+ * span too): the segment's pages are allocated before. */
+rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold);
 
 /* Drops a reference taken by rma_memreg_expose. */
 void rma_memreg_release(rma_memreg_t *reg);
