@@ -955,7 +955,7 @@ static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_
     if (win == NULL || win->serial != h->serial || !win->net)
         return "no such window here";
     if ((h->flags & RMA_HX_F_NOTE) && hx_note_word(win, h->note_off) == NULL)
-        return "notification outside the ranks' control words";
+        return "notification outside the ranks' control words and posts";
     /* no records: a notification alone, which nobody answers */
     if ((h->nrec == 0 && (!(h->flags & RMA_HX_F_QUIET) || h->bytes != 0)) || h->nrec > HX_MAX_REC ||
         h->bytes > ((h->flags & RMA_HX_F_RNDV) ? RMA_RNDV_MAX : HX_MAX_BYTES))
