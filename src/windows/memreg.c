@@ -436,13 +436,11 @@ static int pages_move(uintptr_t lo, size_t len, const rma_memreg_hold_t *hold, i
         rc = -errno;
         goto err_seg;
     }
-    if (hold != NULL)
-        hold->begin(hold->arg);
+    hold->begin(hold->arg);
     if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
         rc = -errno;
         ioctl(uffd, UFFDIO_UNREGISTER, &wake);
-        if (hold != NULL)
-            hold->end(hold->arg);
+        hold->end(hold->arg);
         goto err_seg;
     }
     /* writers wait from here on: copy, then put the segment in place. A raw system call:
@@ -457,8 +455,7 @@ static int pages_move(uintptr_t lo, size_t len, const rma_memreg_hold_t *hold, i
         ioctl(uffd, UFFDIO_UNREGISTER, &wake);
     }
     ioctl(uffd, UFFDIO_WAKE, &wake);
-    if (hold != NULL)
-        hold->end(hold->arg);
+    hold->end(hold->arg);
     munmap(tmp, len);
     if (rc != 0) {
         close(fd);

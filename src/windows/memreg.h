@@ -57,8 +57,8 @@ typedef struct rma_memreg_hold {
  * (RMA_CREATE_REMAP=0, no userfaultfd, pages that are not private writable memory or are
  * the main stack, transparent huge pages, part of another registration). Costs a copy of
  * the pages: the progress agent calls it, never a creating call. Writers wait only while
- * the pages are copied and the segment is put in place (hold, when not NULL, around that
- * span too): the segment's pages are allocated before. */
+ * the pages are copied and the segment is put in place (hold's writers too): the
+ * segment's pages are allocated before. */
 rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold);
 
 /* Drops a reference taken by rma_memreg_expose. */

@@ -68,6 +68,15 @@ static void note_init(req_t *q, const rma_target_t *tg, int kind, uint64_t addr,
     q->h.note = note;
 }
 
+/* A notification alone: no records, no data (a request nobody answers, with flags). */
+static void note_alone_init(req_t *q, const rma_target_t *tg, uint8_t flags, uint64_t off,
+                            uint64_t note)
+{
+    note_init(q, tg, RMA_HX_PUT, 0, flags, off, note);
+    q->h.nrec = 0;
+    q->h.bytes = 0;
+}
+
 /* The same as an accumulate request of kind acc (RMA_ACC, ...) with op on basic. */
 static void acc_init(req_t *q, const rma_target_t *tg, uint64_t addr, uint32_t len, int acc, int op,
                      MPI_Datatype basic)
@@ -309,9 +318,7 @@ static void run(int dynamic, int t)
         note_init(&q, tg, RMA_HX_PUT, end - 4, 0, cnt_off, NOTE_REFUSED);
         CASE("put past the end with a notification", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         /* a notification alone needs RMA_HX_F_QUIET and no data */
-        note_init(&q, tg, RMA_HX_PUT, base + 8, 0, cnt_off, 1);
-        q.h.nrec = 0;
-        q.h.bytes = 0;
+        note_alone_init(&q, tg, 0, cnt_off, 1);
         CASE("notification alone, answered", send_req(win, t, &q, sizeof(q.h), 0, 0, 0));
 
         /* requests nobody answers (RMA_HX_F_QUIET): sent, never answered; what they did is
@@ -329,13 +336,9 @@ static void run(int dynamic, int t)
         /* sound headers: the notifications are applied, a refused record's too */
         note_init(&q, tg, RMA_HX_PUT, end - 4, RMA_HX_F_QUIET, cnt_off, NOTE_QUIET);
         CHECK(send_req(win, t, &q, sizeof(q.h), 1, 8, 0) == 0, "a quiet put was not sent");
-        note_init(&q, tg, RMA_HX_PUT, 0, RMA_HX_F_QUIET, cnt_off, NOTE_QUIET);
-        q.h.nrec = 0;
-        q.h.bytes = 0;
+        note_alone_init(&q, tg, RMA_HX_F_QUIET, cnt_off, NOTE_QUIET);
         CHECK(send_req(win, t, &q, sizeof(q.h), 0, 0, 0) == 0, "a quiet note was not sent");
-        note_init(&q, tg, RMA_HX_PUT, 0, RMA_HX_F_QUIET, post_off, POST_QUIET);
-        q.h.nrec = 0;
-        q.h.bytes = 0;
+        note_alone_init(&q, tg, RMA_HX_F_QUIET, post_off, POST_QUIET);
         CHECK(send_req(win, t, &q, sizeof(q.h), 0, 0, 0) == 0, "a quiet post was not sent");
 
         MPI_OK(MPI_Type_free(&two_ints));

@@ -189,6 +189,14 @@ static int hx_post(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t l
         nm, w, nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, h, sizeof(*h), body, len, RMA_NM_AM_COPY));
 }
 
+/* Sends one request that nobody answers (RMA_HX_F_QUIET in h's flags): no waiter, nothing
+ * for a flush to wait for. 0 or -errno. */
+static int hx_post_quiet(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
+{
+    h->cookie = 0;
+    return nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, h, sizeof(*h), body, len, RMA_NM_AM_COPY);
+}
+
 /* Sends one get request for hx's pieces from run *ri, piece *rp on (advanced past them):
  * at most HX_MAX_REC records and RMA_HX_MSG bytes, built in recs. The answer is unpacked
  * into the pieces' local addresses. A call's gets are counted in *left, and hx's runs stay
@@ -375,13 +383,8 @@ static int agg_send(rma_nm_tgt_t *nm, rma_hx_agg_t *a)
     a->h.nrec = a->nrec;
     a->h.bytes = a->bytes;
     memmove(body, agg_recs(a), rbytes);
-    if (quiet) {
-        a->h.cookie = 0;
-        rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &a->h, sizeof(a->h), body, rbytes + a->bytes,
-                              RMA_NM_AM_COPY);
-    } else {
-        rc = hx_post(nm, &a->h, body, rbytes + a->bytes);
-    }
+    rc = quiet ? hx_post_quiet(nm, &a->h, body, rbytes + a->bytes)
+               : hx_post(nm, &a->h, body, rbytes + a->bytes);
     a->nrec = 0;
     a->bytes = 0;
     return rc;
@@ -685,7 +688,7 @@ int rma_hx_notify_quiet(rma_win_t *win, int trank, size_t off, uint64_t v)
         h.flags = RMA_HX_F_NOTE | RMA_HX_F_QUIET;
         h.note_off = off;
         h.note = v;
-        return nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), NULL, 0, RMA_NM_AM_COPY);
+        return hx_post_quiet(nm, &h, NULL, 0);
     }
     agg_lock(a);
     rc = a->gets.nruns > 0 || (a->nrec > 0 && a->h.kind != RMA_HX_PUT);
