@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include "netmod/netmod.h"
 #include "windows/win.h"
 #include "windows/win_error.h"
 
@@ -18,6 +19,14 @@
         if (rma_unlikely((win) == NULL))                                                           \
             return rma_err(NULL, (func), MPI_ERR_WIN, "0x%x is not a valid window%s",              \
                            (unsigned)(handle), (handle) == MPI_WIN_NULL ? " (MPI_WIN_NULL)" : ""); \
+    } while (0)
+
+/* RMA_WIN_GET for a synchronization call, which also serves this process's off-node peers
+ * when nothing else does (RMA_AGENT=off: rma_net_poke). */
+#define RMA_SYNC_WIN_GET(win, handle, func)                                                        \
+    do {                                                                                           \
+        RMA_WIN_GET(win, handle, func);                                                            \
+        rma_net_poke();                                                                            \
     } while (0)
 
 /* Starts librma's process-wide state once (environment, transports). */

@@ -1,5 +1,6 @@
 /*
- * win_sync.c - MPI entry points of the synchronization calls.
+ * win_sync.c - MPI entry points of the synchronization calls. Each takes a turn at the
+ * network when no progress agent does (RMA_SYNC_WIN_GET).
  */
 #include "binding/binding.h"
 #include "sync/sync.h"
@@ -8,7 +9,7 @@ int MPI_Win_fence(int assert, MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_fence");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_fence");
     return rma_fence(win, assert);
 }
 
@@ -16,7 +17,7 @@ int MPI_Win_post(MPI_Group group, int assert, MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_post");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_post");
     return rma_post(win, group, assert);
 }
 
@@ -24,7 +25,7 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_start");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_start");
     return rma_start(win, group, assert);
 }
 
@@ -32,7 +33,7 @@ int MPI_Win_complete(MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_complete");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_complete");
     return rma_complete(win);
 }
 
@@ -40,7 +41,7 @@ int MPI_Win_wait(MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_wait");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_wait");
     return rma_wait(win);
 }
 
@@ -48,7 +49,7 @@ int MPI_Win_test(MPI_Win handle, int *flag)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_test");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_test");
     if (flag == NULL)
         return rma_err(win, "MPI_Win_test", MPI_ERR_ARG, "flag is NULL");
     return rma_test(win, flag);
@@ -58,7 +59,7 @@ int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_lock");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_lock");
     return rma_lock(win, lock_type, rank, assert);
 }
 
@@ -66,7 +67,7 @@ int MPI_Win_unlock(int rank, MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_unlock");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_unlock");
     return rma_unlock(win, rank);
 }
 
@@ -74,7 +75,7 @@ int MPI_Win_lock_all(int assert, MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_lock_all");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_lock_all");
     return rma_lock_all(win, assert);
 }
 
@@ -82,7 +83,7 @@ int MPI_Win_unlock_all(MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_unlock_all");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_unlock_all");
     return rma_unlock_all(win);
 }
 
@@ -90,7 +91,7 @@ int MPI_Win_flush(int rank, MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_flush");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_flush");
     return rma_flush(win, rank, "MPI_Win_flush");
 }
 
@@ -98,7 +99,7 @@ int MPI_Win_flush_local(int rank, MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_flush_local");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_flush_local");
     return rma_flush_local(win, rank, "MPI_Win_flush_local");
 }
 
@@ -106,7 +107,7 @@ int MPI_Win_flush_all(MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_flush_all");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_flush_all");
     return rma_flush_all(win, "MPI_Win_flush_all");
 }
 
@@ -114,7 +115,7 @@ int MPI_Win_flush_local_all(MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_flush_local_all");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_flush_local_all");
     return rma_flush_local_all(win, "MPI_Win_flush_local_all");
 }
 
@@ -122,6 +123,6 @@ int MPI_Win_sync(MPI_Win handle)
 {
     rma_win_t *win;
 
-    RMA_WIN_GET(win, handle, "MPI_Win_sync");
+    RMA_SYNC_WIN_GET(win, handle, "MPI_Win_sync");
     return rma_win_sync(win);
 }

@@ -14,6 +14,8 @@ const rma_netmod_t *const rma_net = &rma_nm_ucx;
 const rma_netmod_t *const rma_net = NULL;
 #endif
 
+int rma_net_unserved;
+
 void rma_net_mem_free(void *m)
 {
     if (m != NULL)

@@ -396,4 +396,18 @@ static inline int rma_net_started(void)
     return rma_net != NULL && rma_net->started();
 }
 
+/* 1 while the transport runs here and no progress agent drives it (RMA_AGENT=off): then
+ * this process's off-node peers are served only from its own librma calls, and every
+ * synchronization call takes a turn at the network (rma_net_poke), also one whose target is
+ * on this node. A rank that polls a same-node flag with MPI_Get + MPI_Win_flush would
+ * otherwise never serve the off-node peer that is to set it (MPICH's linked_list_bench
+ * tests hung so). */
+extern int rma_net_unserved;
+
+static inline void rma_net_poke(void)
+{
+    if (__builtin_expect(rma_net_unserved, 0))
+        rma_net->progress();
+}
+
 #endif

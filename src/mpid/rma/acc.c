@@ -254,8 +254,11 @@ static int stripe_lock(rma_win_t *win, int trank, unsigned s, uint32_t *mark)
     int rc;
 
     if (win->targets[trank].local) {
-        while (!stripe_take(rma_acc_stripe_word(win, s), me, mark))
+        /* the holder may be off node, its release a network operation on this node */
+        while (!stripe_take(rma_acc_stripe_word(win, s), me, mark)) {
+            rma_ctl_progress(win);
             rma_backoff(&bo);
+        }
         return 0;
     }
     /* off node, a mark once seen is expected: the first compare-and-swap then succeeds */
@@ -302,8 +305,10 @@ void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key)
                                                                      memory_order_seq_cst,
                                                                      memory_order_relaxed)))
                 break;
-            if (cur & RMA_STRIPE_HELD)
+            if (cur & RMA_STRIPE_HELD) {
+                rma_ctl_progress(win);
                 rma_backoff(&bo);
+            }
         }
     }
     if (rma_unlikely(rma_env.acc_gap_us > 0)) /* tests: widen the race the marks close */

@@ -621,6 +621,7 @@ static int ucx_start(const char **why)
         goto out;
     rma_peer_watch_set(ww_progress);
     ux.started = 1;
+    rma_net_unserved = rma_env.agent == RMA_AGENT_OFF;
     ux.failed = 0;
     rc = 0;
 out:
@@ -1259,6 +1260,7 @@ static void ucx_finalize(void)
     ucx_barrier(MPI_COMM_WORLD);
     if (!mine)
         return;
+    rma_net_unserved = 0;
     rma_agent_progress_detach();
     while (mem_npool > 0) {
         rma_nm_mem_t m = mem_pool[--mem_npool];
