@@ -40,10 +40,25 @@ static kick_ent_t *kicks;
 static int nkicks, kicks_cap;
 
 static _Atomic int agent_again; /* a request was left for later (rma_agent_retry) */
+/* 1 from before the agent's last look at the network (net_arm) until its sleep ends */
+static _Atomic int agent_asleep;
 
 void rma_agent_retry(void)
 {
     atomic_store_explicit(&agent_again, 1, memory_order_relaxed);
+}
+
+/* Ordered with net_arm: the waker leaves its requests under the worker's lock, which
+ * net_arm takes after agent_asleep is set; so either net_arm sees them, or the waker sees
+ * agent_asleep. */
+void rma_agent_wake(void)
+{
+    uint64_t one = 1;
+
+    if (agent_efd >= 0 && atomic_load_explicit(&agent_asleep, memory_order_seq_cst) &&
+        write(agent_efd, &one, sizeof(one)) < 0) {
+        /* the counter is full: the agent is being woken anyway */
+    }
 }
 
 /* the network the agent drives (rma_agent_progress_attach), or none */
@@ -122,8 +137,10 @@ static void drive_network(void)
             sched_yield();
             continue;
         }
+        atomic_store_explicit(&agent_asleep, 1, memory_order_seq_cst);
         if (net_arm() == 0)
-            return;
+            return; /* asleep until agent_main's poll ends */
+        atomic_store_explicit(&agent_asleep, 0, memory_order_relaxed);
     }
 }
 
@@ -232,6 +249,7 @@ static void *agent_main(void *arg)
         if (poll(fds, net_fd >= 0 && net_progress != NULL ? 2 : 1, again ? 1 : -1) < 0 &&
             errno != EINTR)
             break;
+        atomic_store_explicit(&agent_asleep, 0, memory_order_relaxed);
         serve_kicks();
     }
     return NULL;

@@ -18,6 +18,11 @@ int rma_agent_start(void);
 /* Called by the agent while it serves: look again shortly (something was busy). */
 void rma_agent_retry(void);
 
+/* Wakes this process's agent if it sleeps waiting for the network: an application thread
+ * that drove the target worker consumed the event the agent waits for and left requests
+ * for later, which the agent would otherwise not look at again. */
+void rma_agent_wake(void);
+
 /* Wakes the agent of process pid, whose eventfd there is fd. */
 void rma_agent_kick(int pid, int fd);
 

@@ -91,16 +91,15 @@ static int ucx_started(void)
 /* Drives the target worker (peers' operations on this process) once, and serves what
  * was left for later, unless another thread is at it. Whoever holds tw_mtx does: the agent,
  * or a rank that waits (tw_progress). 1 when something happened, 0 when not, -1 when
- * another thread holds the worker. */
-static int tw_try(void)
+ * another thread holds the worker; *left: how many requests are still left for later. */
+static int tw_try(int *left)
 {
     int n;
 
     if (pthread_mutex_trylock(&ux.tw_mtx) != 0)
         return -1;
     n = (int)ucp_worker_progress(ux.tw);
-    if (ux.idle != NULL)
-        ux.idle();
+    *left = ux.idle != NULL ? ux.idle() : 0;
     pthread_mutex_unlock(&ux.tw_mtx);
     return n != 0;
 }
@@ -120,10 +119,15 @@ static void ww_progress(void)
  * aside while ranks keep polling (agent_progress). 1 when something happened. */
 static int tw_progress(void)
 {
-    int n = tw_try();
+    int left, n = tw_try(&left);
 
-    if (n >= 0)
+    if (n >= 0) {
         atomic_fetch_add_explicit(&ux.rank_polls, 1, memory_order_relaxed);
+        /* this turn may have read the message that woke the agent and left its request
+         * for later (a lock held here): the agent, asleep, would not look again */
+        if (left > 0)
+            rma_agent_wake();
+    }
     return n > 0;
 }
 
@@ -291,9 +295,9 @@ static int agent_progress(void)
     unsigned polls = atomic_load_explicit(&ux.rank_polls, memory_order_relaxed);
     struct timespec ts;
     uint64_t now, need;
-    int n;
+    int n, left;
 
-    if ((n = tw_try()) < 0)
+    if ((n = tw_try(&left)) < 0)
         return -1;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
