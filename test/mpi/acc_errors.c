@@ -124,7 +124,8 @@ static void errors_on(MPI_Win w, MPI_Aint base, int target, const char *what)
     MPI_OK(MPI_Accumulate(ibuf, 0, MPI_INT, target, base, 0, MPI_INT, MPI_SUM, w));
     MPI_OK(MPI_Get_accumulate(ibuf, 0, MPI_DOUBLE, ires, 0, MPI_DOUBLE, target, base, 0,
                               MPI_DOUBLE, MPI_PROD, w));
-    MPI_ERRCLASS(MPI_Accumulate(ibuf, 0, MPI_BYTE, target, base, 0, MPI_BYTE, MPI_SUM, w),
+    MPI_OK(MPI_Accumulate(ibuf, 0, MPI_BYTE, target, base, 0, MPI_BYTE, MPI_SUM, w));
+    MPI_ERRCLASS(MPI_Accumulate(ibuf, 0, MPI_BYTE, target, base, 0, MPI_BYTE, uop, w),
                  MPI_ERR_OP);
     MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, MPI_PROC_NULL, base, 1, MPI_INT, MPI_SUM, w));
     MPI_OK(MPI_Fetch_and_op(&one, ires, MPI_INT, MPI_PROC_NULL, base, MPI_SUM, w));

@@ -1,9 +1,9 @@
 /*
  * zero_size - windows where some ranks (rank 0) or all ranks contribute 0 bytes, for every
- * flavor: creation, attributes, 0-count Put/Get to every rank (fine), any byte at a 0-size
- * rank (MPI_ERR_RMA_RANGE), fence/lock/PSCW epochs on such windows, shared_query of 0-size
- * ranks, and data still moving between the ranks that do have memory. The shared flavor is
- * skipped when MPI_COMM_WORLD spans nodes.
+ * flavor: creation, attributes, 0-count Put/Get/accumulates to every rank (fine, whatever
+ * the op and type), any byte at a 0-size rank (MPI_ERR_RMA_RANGE), fence/lock/PSCW epochs
+ * on such windows, shared_query of 0-size ranks, and data still moving between the ranks
+ * that do have memory. The shared flavor is skipped when MPI_COMM_WORLD spans nodes.
  */
 #include "rmatest.h"
 
@@ -68,6 +68,14 @@ static void run(int f, int all_zero)
         MPI_Aint d = f == F_DYNAMIC ? addr[t] : 0;
         MPI_OK(MPI_Put(v, 0, MPI_INT, t, d, 0, MPI_INT, win));
         MPI_OK(MPI_Get(got, 0, MPI_INT, t, d, 0, MPI_INT, win));
+        /* a call of no element applies no op: any (op, type) pair is accepted, as MPICH and
+         * Open MPI do (mpi4py's tests send MPI_SUM on zero MPI_BYTEs) */
+        MPI_OK(MPI_Accumulate(v, 0, MPI_BYTE, t, d, 0, MPI_BYTE, MPI_SUM, win));
+        MPI_OK(MPI_Get_accumulate(v, 0, MPI_BYTE, got, 0, MPI_BYTE, t, d, 0, MPI_BYTE, MPI_SUM,
+                                  win));
+        MPI_OK(MPI_Accumulate(v, 0, MPI_DOUBLE, t, d, 0, MPI_DOUBLE, MPI_BXOR, win));
+        MPI_ERRCLASS(MPI_Accumulate(v, 0, MPI_INT, t, d, 0, MPI_INT, MPI_OP_NULL, win),
+                     MPI_ERR_OP);
         if (all_zero || t == 0) {
             MPI_ERRCLASS(MPI_Put(v, 1, MPI_INT, t, d, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
             MPI_ERRCLASS(MPI_Get(got, 1, MPI_INT, t, d, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);

@@ -1126,7 +1126,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         return rma_err(win, func, MPI_ERR_TYPE,
                        "the datatype must be an integer, logical or byte type, not %s",
                        class_names[cls]);
-    if (cls != RMA_AC_INVALID && !rma_acc_op_allowed(a->basic, opi))
+    /* a call of no element applies no op: MPICH and Open MPI accept any pair then */
+    if (tbytes > 0 && cls != RMA_AC_INVALID && !rma_acc_op_allowed(a->basic, opi))
         return rma_err(win, func, MPI_ERR_OP, "%s is not defined for %s (datatype 0x%x)",
                        op_names[opi], class_names[cls], (unsigned)a->basic);
     if ((opi != RMA_OP_NO_OP && rma_buf_missing(origin, ocount, otype)) ||
