@@ -207,7 +207,9 @@ static void ucx_wait_zero(_Atomic int *count)
     rma_backoff_t bo = RMA_BACKOFF_INIT;
 
     while (atomic_load_explicit(count, memory_order_acquire) > 0)
-        if (!ucx_progress())
+        if (ucx_progress())
+            rma_backoff_busy(&bo);
+        else
             rma_backoff(&bo);
 }
 
@@ -244,7 +246,9 @@ static int wait_req_in(ucs_status_ptr_t req, pthread_mutex_t *ww)
             pthread_mutex_unlock(ww);
         if (st != UCS_INPROGRESS)
             return status_errno(st);
-        if (!ucx_progress())
+        if (ucx_progress())
+            rma_backoff_busy(&bo);
+        else
             rma_backoff(&bo);
     }
 }
@@ -1096,6 +1100,8 @@ static int ucx_flush(rma_nm_tgt_t *t)
         while ((rc = ucx_flush_test(t, &req)) > 0)
             if (rc == 1) /* nothing moved */
                 rma_backoff(&bo);
+            else
+                rma_backoff_busy(&bo);
         if (rc == 0)
             rma_nm_covered(&t->ep_flushed, ep);
     }
