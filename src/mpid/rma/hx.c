@@ -839,7 +839,8 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     h.acc = (uint8_t)kind;
     h.basic = (int32_t)basic;
     if (kind == RMA_ACC) { /* done at the target's next flush, as a put */
-        rc = hx_post(nm, &h, body, blen);
+        if ((rc = hx_post(nm, &h, body, blen)) == 0)
+            rma_win_net_issued(hx->win); /* MPI_Win_flush_all must look at it */
         goto out;
     }
     rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), body, blen, RMA_NM_AM_COPY);
