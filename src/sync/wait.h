@@ -85,14 +85,19 @@ static inline void rma_backoff(rma_backoff_t *b)
     }
 }
 
-/* The wait made progress (data moved): it starts over at spinning. A backoff measures how
- * long nothing has happened, not how long the wait has lasted: a flush of 500 64 KiB gets
- * that takes 3 ms is busy all along, and a waiter that slept between its turns at the
- * network left the target's sends queued (twice to five times as slow, by run). */
-static inline void rma_backoff_busy(rma_backoff_t *b)
+/* One step of a wait that polls something: after a poll that moved data it starts over
+ * at spinning, else it backs off (rma_backoff). A backoff measures how long nothing has
+ * happened, not how long the wait has lasted: a flush of 500 64 KiB gets that takes 3 ms is
+ * busy all along, and a waiter that slept between its turns at the network left the
+ * target's sends queued (twice to five times as slow, by run). */
+static inline void rma_backoff_after(rma_backoff_t *b, int moved)
 {
-    b->spins = 0;
-    b->sleep_us = 0;
+    if (moved) {
+        b->spins = 0;
+        b->sleep_us = 0;
+    } else {
+        rma_backoff(b);
+    }
 }
 
 #endif

@@ -207,10 +207,7 @@ static void ucx_wait_zero(_Atomic int *count)
     rma_backoff_t bo = RMA_BACKOFF_INIT;
 
     while (atomic_load_explicit(count, memory_order_acquire) > 0)
-        if (ucx_progress())
-            rma_backoff_busy(&bo);
-        else
-            rma_backoff(&bo);
+        rma_backoff_after(&bo, ucx_progress());
 }
 
 static void ucx_set_idle(int (*fn)(void))
@@ -246,10 +243,7 @@ static int wait_req_in(ucs_status_ptr_t req, pthread_mutex_t *ww)
             pthread_mutex_unlock(ww);
         if (st != UCS_INPROGRESS)
             return status_errno(st);
-        if (ucx_progress())
-            rma_backoff_busy(&bo);
-        else
-            rma_backoff(&bo);
+        rma_backoff_after(&bo, ucx_progress());
     }
 }
 
@@ -1098,10 +1092,7 @@ static int ucx_flush(rma_nm_tgt_t *t)
         rc = drain_held(t);
     } else if ((rc = ucx_flush_start(t, &req)) == 0) {
         while ((rc = ucx_flush_test(t, &req)) > 0)
-            if (rc == 1) /* nothing moved */
-                rma_backoff(&bo);
-            else
-                rma_backoff_busy(&bo);
+            rma_backoff_after(&bo, rc != 1); /* 1: nothing moved */
         if (rc == 0)
             rma_nm_covered(&t->ep_flushed, ep);
     }
