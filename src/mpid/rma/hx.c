@@ -152,7 +152,8 @@ static void hx_wait_end(hx_wait_t *w)
 
 /* An issued request whose answer a flush of nm waits for (nm->hx_out, and w->also
  * when set; its waiter w owned): counted before it is sent (the answer may come at once),
- * and ended with the send's result rc: undone when it failed, else issued. Returns rc. */
+ * and ended with the send's result rc: undone when it failed, else issued, to nm and to
+ * win (MPI_Win_flush_all looks at the targets only then). Returns rc. */
 static void hx_out_begin(rma_nm_tgt_t *nm, hx_wait_t *w)
 {
     atomic_fetch_add_explicit(&nm->hx_out, 1, memory_order_relaxed);
@@ -160,12 +161,14 @@ static void hx_out_begin(rma_nm_tgt_t *nm, hx_wait_t *w)
         atomic_fetch_add_explicit(w->also, 1, memory_order_relaxed);
 }
 
-static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
+static int hx_out_end(rma_win_t *win, rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
 {
-    if (rc != 0)
+    if (rc != 0) {
         hx_wait_end(w);
-    else
+    } else {
         rma_nm_issued(nm);
+        rma_win_net_issued(win);
+    }
     return rc;
 }
 
@@ -173,7 +176,7 @@ static int hx_out_end(rma_nm_tgt_t *nm, hx_wait_t *w, int rc)
  * (its cookie set here), then body, len bytes (the records, then the data). The
  * acknowledgement is counted down in nm->hx_out, which a flush waits for; an accumulate's
  * in nm->hx_unordered too, as the agent may defer it, a put's in nm->hx_acks. 0 or -errno. */
-static int hx_post(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
+static int hx_post(rma_win_t *win, rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t len)
 {
     hx_wait_t *w = malloc(sizeof(*w));
 
@@ -186,7 +189,8 @@ static int hx_post(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, size_t l
     h->cookie = (uint64_t)(uintptr_t)w;
     hx_out_begin(nm, w);
     return hx_out_end(
-        nm, w, nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, h, sizeof(*h), body, len, RMA_NM_AM_COPY));
+        win, nm, w,
+        nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, h, sizeof(*h), body, len, RMA_NM_AM_COPY));
 }
 
 /* Sends one request that nobody answers (RMA_HX_F_QUIET in h's flags): no waiter, nothing
@@ -243,7 +247,7 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
     rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs),
                           RMA_NM_AM_COPY);
     if (held)
-        return hx_out_end(nm, w, rc);
+        return hx_out_end(hx->win, nm, w, rc);
     if (rc != 0)
         hx_wait_end(w);
     return rc;
@@ -282,7 +286,7 @@ static int hx_send(rma_hx_t *hx, int held)
         /* the records go right before the data */
         memmove(data - nrec * sizeof(*recs), recs, nrec * sizeof(*recs));
         hx_hdr_init(&h, hx, nrec, bytes, NULL);
-        rc = hx_post(nm, &h, data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
+        rc = hx_post(hx->win, nm, &h, data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
     }
     /* gets: every answer sent for lands before the runs' memory is freed */
     rma_net->wait_zero(&left);
@@ -322,7 +326,7 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
     m.h.flags = RMA_HX_F_RNDV;
     hx_out_begin(nm, w);
     rc = hx_out_end(
-        nm, w,
+        win, nm, w,
         write ? nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &m, sizeof(m), buf, n, RMA_NM_AM_RNDV)
               : nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &m.h, sizeof(m.h), &m.r, sizeof(m.r),
                                  RMA_NM_AM_COPY));
@@ -384,7 +388,7 @@ static int agg_send(rma_nm_tgt_t *nm, rma_hx_agg_t *a)
     a->h.bytes = a->bytes;
     memmove(body, agg_recs(a), rbytes);
     rc = quiet ? hx_post_quiet(nm, &a->h, body, rbytes + a->bytes)
-               : hx_post(nm, &a->h, body, rbytes + a->bytes);
+               : hx_post(a->gets.win, nm, &a->h, body, rbytes + a->bytes);
     a->nrec = 0;
     a->bytes = 0;
     return rc;
@@ -839,8 +843,7 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     h.acc = (uint8_t)kind;
     h.basic = (int32_t)basic;
     if (kind == RMA_ACC) { /* done at the target's next flush, as a put */
-        if ((rc = hx_post(nm, &h, body, blen)) == 0)
-            rma_win_net_issued(hx->win); /* MPI_Win_flush_all must look at it */
+        rc = hx_post(hx->win, nm, &h, body, blen);
         goto out;
     }
     rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), body, blen, RMA_NM_AM_COPY);
