@@ -10,12 +10,14 @@
  * core between turns. It is that barrier on every rank, whether or not this process has
  * started the transport: MPI does not match a blocking barrier with a nonblocking one, and
  * a rank outside every off-node window would otherwise hang the others
- * (test/mpi/subset_windows). Built without a transport, it is PMPI_Barrier.
+ * (test/mpi/subset_windows). Built without a transport, it is PMPI_Barrier. Before it
+ * waits, what the transports hold back for any target is sent (netmod.h).
  */
 #include "binding/binding.h"
 #include "netmod/netmod.h"
 
 int MPI_Barrier(MPI_Comm comm)
 {
+    rma_nm_release_held(NULL); /* what transports hold back goes before this rank waits */
     return rma_net != NULL ? rma_net->barrier(comm) : PMPI_Barrier(comm);
 }

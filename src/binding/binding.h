@@ -22,10 +22,12 @@
     } while (0)
 
 /* RMA_WIN_GET for a synchronization call, which also serves this process's off-node peers
- * when nothing else does (RMA_AGENT=off: rma_net_poke). */
+ * when nothing else does (RMA_AGENT=off: rma_net_poke), and first sends what the transports
+ * hold back for the targets of other windows (netmod.h, held operations). */
 #define RMA_SYNC_WIN_GET(win, handle, func)                                                        \
     do {                                                                                           \
         RMA_WIN_GET(win, handle, func);                                                            \
+        rma_nm_release_held(win);                                                                  \
         rma_net_poke();                                                                            \
     } while (0)
 

@@ -5,6 +5,7 @@
 
 #include "netmod/netmod.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #ifdef HAVE_UCX
@@ -21,4 +22,66 @@ void rma_net_mem_free(void *m)
     if (m != NULL)
         rma_net->unexpose(m);
     free(m);
+}
+
+/* ------------------------------------------------------------------ held operations */
+
+_Atomic int rma_nm_holders;
+static pthread_mutex_t hold_mtx = PTHREAD_MUTEX_INITIALIZER;
+static rma_nm_tgt_t *hold_head;
+
+int rma_nm_hold_begin(rma_nm_tgt_t *t)
+{
+    if (t->holding)
+        return 0;
+    t->holding = 1;
+    atomic_fetch_add_explicit(&rma_nm_holders, 1, memory_order_relaxed);
+    return 1;
+}
+
+void rma_nm_hold_list(rma_nm_tgt_t *t)
+{
+    pthread_mutex_lock(&hold_mtx);
+    if (!t->hold_listed) {
+        t->hold_next = hold_head;
+        hold_head = t;
+        t->hold_listed = 1;
+    }
+    pthread_mutex_unlock(&hold_mtx);
+}
+
+void rma_nm_hold_end(rma_nm_tgt_t *t)
+{
+    if (t->holding) {
+        t->holding = 0;
+        atomic_fetch_sub_explicit(&rma_nm_holders, 1, memory_order_relaxed);
+    }
+}
+
+void rma_nm_hold_drop(rma_nm_tgt_t *t)
+{
+    pthread_mutex_lock(&hold_mtx);
+    for (rma_nm_tgt_t **p = &hold_head; t->hold_listed && *p != NULL; p = &(*p)->hold_next)
+        if (*p == t) {
+            *p = t->hold_next;
+            t->hold_listed = 0;
+        }
+    rma_nm_hold_end(t);
+    pthread_mutex_unlock(&hold_mtx);
+}
+
+void rma_nm_release_held_slow(const void *keep)
+{
+    pthread_mutex_lock(&hold_mtx);
+    for (rma_nm_tgt_t **p = &hold_head; *p != NULL;) {
+        rma_nm_tgt_t *t = *p;
+        if (t->owner == keep) {
+            p = &t->hold_next;
+            continue;
+        }
+        *p = t->hold_next;
+        t->hold_listed = 0;
+        (void)t->ops->release(t); /* a failure stays with the target: its flush reports it */
+    }
+    pthread_mutex_unlock(&hold_mtx);
 }

@@ -86,14 +86,24 @@ typedef struct rma_nm_tgt {
                                          theirs is left to land here) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small operations held back for one request (hx.h) */
-    _Atomic int primed;               /* ... a small one went on its own since the last flush
+    const void *owner;                /* the window this is a target of */
+    int holding;                      /* the transport holds operations back for the target
+                                         (rma_nm_hold_begin) ... */
+    int hold_listed;                  /* ... listed among the holders (hold lock) */
+    struct rma_nm_tgt *hold_next;
+    _Atomic unsigned ord_kinds;    /* one origin's order (hx.h rma_hx_order): the kinds
+                                         of operation issued to the target that a later one
+                                         could overtake, one bit a kind (RMA_NM_ORD_*) ... */
+    _Atomic uint64_t ord_lo[4];    /* ... and the target bytes [lo, hi) they touch; */
+    _Atomic uint64_t ord_hi[4];    /* ... a flush that completed everything clears them */
+    _Atomic int primed;            /* ... a small one went on its own since the last flush
                                          (so the next are held back); a flush clears it
                                          even with nothing to complete */
-    rma_nm_gate_t *_Atomic gate;      /* set: opened before anything is sent to the target */
-    rma_shm_held_t *_Atomic held;     /* shm: small transfers held until a flush */
-    _Atomic uint32_t *cma_moving;     /* shm: the owner is moving the memory: no write now */
-    _Atomic uint32_t *cma_writers;    /* shm: ... it waits for the writes in flight to end */
-    _Atomic unsigned cma_calls;       /* shm: process_vm_readv/writev calls made */
+    rma_nm_gate_t *_Atomic gate;   /* set: opened before anything is sent to the target */
+    rma_shm_held_t *_Atomic held;  /* shm: small transfers held until a flush */
+    _Atomic uint32_t *cma_moving;  /* shm: the owner is moving the memory: no write now */
+    _Atomic uint32_t *cma_writers; /* shm: ... it waits for the writes in flight to end */
+    _Atomic unsigned cma_calls;    /* shm: process_vm_readv/writev calls made */
 } rma_nm_tgt_t;
 
 /* 1 when UCX's puts and gets to t's window memory need t's worker anyway: tcp alone, or
@@ -132,6 +142,49 @@ static inline int rma_nm_pending(rma_nm_tgt_t *t)
 {
     return atomic_load_explicit(&t->issued, memory_order_acquire) !=
            atomic_load_explicit(&t->flushed, memory_order_acquire);
+}
+
+/* Operations held back, process-wide. Aggregation (mpid/rma/hx.h) and the held
+ * cross-memory transfers (shm) keep small operations until the target's next flush. MPI
+ * needs that flush to complete them, but programs written against MPICH's RMA expect an
+ * operation left without one to be on its way once the origin synchronizes anything:
+ * ARMCI-MPI's mutexes are another window's epoch and an MPI_Send, after which the next
+ * holder reads what the put wrote (its test_mutex_rmw), and its armci-test sleeps, then
+ * waits in a barrier for unflushed puts to land. So MPI_Barrier, and every
+ * synchronization call for the targets of other windows, first sends what any target
+ * holds (rma_nm_release_held); where the transport keeps issue order (tcp) it then takes
+ * effect before whatever the call sends to the same process.
+ *
+ * A transport counts a target as holding under its own lock of the target
+ * (rma_nm_hold_begin, rma_nm_hold_end) and lists it after releasing that lock
+ * (rma_nm_hold_list, when begin returned 1): the list's lock is taken before a target's,
+ * never after. rma_nm_hold_drop unlists a target whose window is being freed. */
+extern _Atomic int rma_nm_holders;
+int rma_nm_hold_begin(rma_nm_tgt_t *t);
+void rma_nm_hold_list(rma_nm_tgt_t *t);
+void rma_nm_hold_end(rma_nm_tgt_t *t);
+void rma_nm_hold_drop(rma_nm_tgt_t *t);
+void rma_nm_release_held_slow(const void *keep);
+
+/* Sends what is held back for the targets of every window but keep (NULL: of every one).
+ * One load while nothing is held. */
+static inline void rma_nm_release_held(const void *keep)
+{
+    if (atomic_load_explicit(&rma_nm_holders, memory_order_relaxed) > 0)
+        rma_nm_release_held_slow(keep);
+}
+
+/* The kinds of rma_nm_tgt_t.ord_kinds: puts and gets aggregation holds back, accumulates
+ * sent to the target's agent or held back (the agent may defer one), rendezvous transfers
+ * (their data lands later). */
+enum { RMA_NM_ORD_PUT_HELD, RMA_NM_ORD_GET_HELD, RMA_NM_ORD_ACC, RMA_NM_ORD_RNDV };
+
+/* Everything issued to t before seen took effect, and nothing was issued since: no later
+ * operation can overtake one (mpid/rma/hx.h rma_hx_order). */
+static inline void rma_nm_ord_done(rma_nm_tgt_t *t, unsigned seen)
+{
+    if (atomic_load_explicit(&t->issued, memory_order_acquire) == seen)
+        atomic_store_explicit(&t->ord_kinds, 0, memory_order_relaxed);
 }
 
 /* Nothing is outstanding at t but notifications, which no flush has to complete. */
@@ -277,6 +330,9 @@ typedef struct rma_netmod_ops {
      * sends what agg holds back, and flushes only when the transport may still hold some
      * of it (a post's notification: sync/pscw.c). 0 or -errno. */
     int (*push)(rma_nm_tgt_t *t);
+    /* Sends what the transport holds back for the target (aggregation, held cross-memory
+     * transfers) without waiting for it to complete (rma_nm_release_held). 0 or -errno. */
+    int (*release)(rma_nm_tgt_t *t);
     /* Every operation issued to the target takes effect there before any issued after this
      * call: without a round trip when the transport applies them in issue order (t->ordered)
      * and no host-assisted request that may take effect out of order (hx_unordered) waits

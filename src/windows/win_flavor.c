@@ -105,6 +105,7 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
         int u = 0;
         tg->local = node[t] == node[win->rank];
         tg->nm.world = win->world[t];
+        tg->nm.owner = win;
         if (tg->local && win->leader < 0)
             win->leader = t;
         win->net |= !tg->local;

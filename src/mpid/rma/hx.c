@@ -17,6 +17,7 @@
 #include "mpid/rma/acc.h"
 #include "mpid/rma/env.h"
 #include "netmod/netmod.h"
+#include "sync/ctl.h"
 #include "sync/sync.h"
 #include "sync/wait.h"
 
@@ -43,6 +44,85 @@ typedef struct hx_wait {
     int nruns;
     uint64_t skip, bytes;
 } hx_wait_t;
+
+/* ------------------------------------------------------------------ one origin's order */
+
+/* Bytes [lo, hi) of the target that hx's runs touch. */
+static void hx_span(const rma_hx_t *hx, uint64_t *lo, uint64_t *hi)
+{
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (int i = 0; i < hx->nruns; i++) {
+        const rma_hx_run_t *r = &hx->runs[i];
+        uint64_t a = r->taddr, b = r->taddr + (r->count - 1) * (uint64_t)r->tstride;
+        if (r->tstride < 0) {
+            uint64_t t = a;
+            a = b;
+            b = t;
+        }
+        *lo = a < *lo ? a : *lo;
+        *hi = b + r->len > *hi ? b + r->len : *hi;
+    }
+}
+
+/* *w = min(*w, v) or max(*w, v) (max set) */
+static void ord_widen(_Atomic uint64_t *w, uint64_t v, int max)
+{
+    uint64_t c = atomic_load_explicit(w, memory_order_relaxed);
+
+    while ((max ? v > c : v < c) && !atomic_compare_exchange_weak_explicit(
+                                        w, &c, v, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+/* An operation of kind k (RMA_NM_ORD_*) touching target bytes [lo, hi) was issued to nm's
+ * target. Threads of one process issue in no order MPI defines: the spans only need to be
+ * exact for one thread. */
+static void hx_ord_note(rma_nm_tgt_t *nm, int k, uint64_t lo, uint64_t hi)
+{
+    unsigned bit = 1u << k, kinds = atomic_load_explicit(&nm->ord_kinds, memory_order_relaxed);
+
+    if (lo >= hi)
+        return;
+    if (kinds & bit) {
+        ord_widen(&nm->ord_lo[k], lo, 0);
+        ord_widen(&nm->ord_hi[k], hi, 1);
+        return;
+    }
+    atomic_store_explicit(&nm->ord_lo[k], lo, memory_order_relaxed);
+    atomic_store_explicit(&nm->ord_hi[k], hi, memory_order_relaxed);
+    atomic_store_explicit(&nm->ord_kinds, kinds | bit, memory_order_release); /* no locked op */
+}
+
+#define ORD_BIT(k) (1u << RMA_NM_ORD_##k)
+
+/* What an operation (RMA_HX_ORD_*, sent or held back) could overtake. A held put joins the
+ * held puts, in order, and the gets held with them go first at a flush; an accumulate to
+ * the agent is sent after the held puts (agg_take, rma_hx_acc) and after the requests the
+ * agent applies in order. Held gets are sent at a flush, before the puts held with them. */
+static unsigned ord_overtakes(int what, int held)
+{
+    switch (what) {
+    case RMA_HX_ORD_PUT:
+        return ORD_BIT(GET_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV) | (held ? 0 : ORD_BIT(PUT_HELD));
+    case RMA_HX_ORD_GET: return ORD_BIT(PUT_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV);
+    case RMA_HX_ORD_ACC: return ORD_BIT(GET_HELD) | ORD_BIT(RNDV);
+    default: return ORD_BIT(PUT_HELD) | ORD_BIT(GET_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV);
+    }
+}
+
+int rma_hx_order_slow(rma_win_t *win, int trank, uint64_t lo, uint64_t hi, int what, int held)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    unsigned k =
+        atomic_load_explicit(&nm->ord_kinds, memory_order_acquire) & ord_overtakes(what, held);
+
+    for (int i = 0; k != 0; i++, k >>= 1)
+        if ((k & 1) && lo < atomic_load_explicit(&nm->ord_hi[i], memory_order_relaxed) &&
+            hi > atomic_load_explicit(&nm->ord_lo[i], memory_order_relaxed))
+            return rma_ctl_order(win, trank);
+    return 0;
+}
 
 /* ------------------------------------------------------------------ the origin */
 
@@ -267,6 +347,12 @@ static int hx_send(rma_hx_t *hx, int held)
 
     if (body == NULL)
         return -ENOMEM;
+    if (!held) { /* held gets are sent by a flush, in the order it keeps */
+        uint64_t lo, hi;
+        hx_span(hx, &lo, &hi);
+        rc = rma_hx_order(hx->win, hx->trank, lo, hi, hx->write ? RMA_HX_ORD_PUT : RMA_HX_ORD_GET,
+                          0);
+    }
     while (ri < hx->nruns && rc == 0) {
         rma_hx_rec_t *recs = (rma_hx_rec_t *)body;
         char *data = body + HX_MAX_REC * sizeof(rma_hx_rec_t);
@@ -316,6 +402,12 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
 
     if (w == NULL)
         return -ENOMEM;
+    if ((rc = rma_hx_order(win, trank, ta, ta + n, write ? RMA_HX_ORD_PUT : RMA_HX_ORD_GET, 0)) !=
+        0) {
+        free(w);
+        return rc;
+    }
+    hx_ord_note(nm, RMA_NM_ORD_RNDV, ta, ta + n);
     *w = (hx_wait_t){.left = &nm->hx_out,
                      .err = &nm->hx_err,
                      .also = &nm->hx_unordered, /* the data lands later */
@@ -373,6 +465,13 @@ static char *agg_data(rma_hx_agg_t *a)
     return a->buf + HX_MAX_REC * sizeof(rma_hx_rec_t);
 }
 
+/* a (locked) was sent: its target holds nothing now unless gets stay */
+static void agg_settle(rma_hx_agg_t *a)
+{
+    if (a->nrec == 0 && a->gets.nruns == 0)
+        rma_nm_hold_end(&a->gets.win->targets[a->gets.trank].nm);
+}
+
 /* Sends the request held in a (the caller holds it) as one acknowledged request; with
  * RMA_HX_F_QUIET in its flags as one that nobody waits for, which may hold no records (a
  * notification alone). */
@@ -391,13 +490,17 @@ static int agg_send(rma_nm_tgt_t *nm, rma_hx_agg_t *a)
                : hx_post(a->gets.win, nm, &a->h, body, rbytes + a->bytes);
     a->nrec = 0;
     a->bytes = 0;
+    agg_settle(a);
     return rc;
 }
 
 /* Sends the gets held in a (the caller holds it), as few requests as they fit. */
 static int agg_send_gets(rma_hx_agg_t *a)
 {
-    return a->gets.nruns > 0 ? hx_send(&a->gets, 1) : 0;
+    int rc = a->gets.nruns > 0 ? hx_send(&a->gets, 1) : 0;
+
+    agg_settle(a);
+    return rc;
 }
 
 /* A notification that rides on the last request sent (RMA_HX_F_NOTE); quiet: in a request
@@ -551,23 +654,30 @@ static void agg_piece(rma_hx_agg_t *a, uint64_t ta, const char *buf, size_t n)
     a->bytes += n;
 }
 
-/* Ends agg_take: what was appended counts as issued to the target. */
+/* Ends agg_take: what was appended counts as issued to the target, which now holds
+ * something back (netmod.h, held operations). */
 static void agg_held(rma_win_t *win, int trank, rma_hx_agg_t *a)
 {
-    rma_nm_issued(&win->targets[trank].nm);
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    int first = rma_nm_hold_begin(nm);
+
+    rma_nm_issued(nm);
     rma_win_net_issued(win);
     agg_unlock(a);
+    if (first)
+        rma_nm_hold_list(nm);
 }
 
 int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, size_t n)
 {
     const rma_hx_hdr_t k = {.kind = RMA_HX_PUT};
     rma_hx_agg_t *a;
-    int rc = agg_take(win, trank, &k, 1, n, &a);
+    int rc = rma_hx_order(win, trank, ta, ta + n, RMA_HX_ORD_PUT, 1);
 
-    if (rc != 0)
+    if (rc != 0 || (rc = agg_take(win, trank, &k, 1, n, &a)) != 0)
         return rc;
     agg_piece(a, ta, buf, n);
+    hx_ord_note(&win->targets[trank].nm, RMA_NM_ORD_PUT_HELD, ta, ta + n);
     agg_held(win, trank, a);
     return 0;
 }
@@ -595,7 +705,8 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
 
     if (!agg_holds_all(nm))
         return 1;
-    if ((rc = agg_open(win, trank, 1, n, &a)) != 0)
+    if ((rc = rma_hx_order(win, trank, ta, ta + n, RMA_HX_ORD_GET, 1)) != 0 ||
+        (rc = agg_open(win, trank, 1, n, &a)) != 0)
         return rc;
     if ((a->gets.nruns == HX_MAX_REC || a->gets.bytes + n > nm->aggregate) &&
         (rc = agg_send_gets(a)) != 0) {
@@ -606,6 +717,7 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
         agg_unlock(a);
         return 1; /* out of memory: it goes on its own */
     }
+    hx_ord_note(nm, RMA_NM_ORD_GET_HELD, ta, ta + n);
     agg_held(win, trank, a);
     rma_nm_need_local(nm); /* its data lands when a flush sends it */
     return 0;
@@ -620,9 +732,12 @@ static int agg_acc(rma_hx_t *hx, int op, MPI_Datatype basic, const char *opk)
     rma_hx_agg_t *a;
     /* a run's first piece may not continue the last record: two records a run at most */
     int rc = agg_take(hx->win, hx->trank, &k, 2 * (uint32_t)hx->nruns, (size_t)hx->bytes, &a);
+    uint64_t lo, hi;
 
     if (rc != 0)
         return rc;
+    hx_span(hx, &lo, &hi);
+    hx_ord_note(&hx->win->targets[hx->trank].nm, RMA_NM_ORD_ACC, lo, hi);
     for (int i = 0; i < hx->nruns; i++) {
         const rma_hx_run_t *r = &hx->runs[i];
         for (uint64_t p = 0; p < r->count; p++)
@@ -717,9 +832,13 @@ int rma_hx_in_flight(rma_nm_tgt_t *nm)
 
 void rma_hx_agg_free(rma_nm_tgt_t *nm)
 {
-    if (nm->agg != NULL)
-        rma_hx_done(&nm->agg->gets);
-    free(nm->agg);
+    rma_hx_agg_t *a = nm->agg;
+
+    if (a == NULL)
+        return;
+    rma_nm_hold_drop(nm);
+    rma_hx_done(&a->gets);
+    free(a);
     nm->agg = NULL;
 }
 
@@ -809,11 +928,14 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     char stack[HX_BODY_STACK] __attribute__((aligned(8)));
     char *body = stack;
     int rc, ri = 0;
-    uint64_t rp = 0, bytes;
+    uint64_t rp = 0, bytes, lo, hi;
     rma_hx_hdr_t h;
 
     if (hx->nruns > HX_MAX_REC || hx->bytes > HX_MAX_BYTES)
         return -ENOSPC;
+    hx_span(hx, &lo, &hi);
+    if ((rc = rma_hx_order(hx->win, hx->trank, lo, hi, RMA_HX_ORD_ACC, 0)) != 0)
+        return rc;
     if (kind == RMA_ACC && (rc = agg_acc(hx, op, basic, opk)) <= 0)
         return rc;
     /* accumulates from one origin take effect in issue order: what is held back goes first */
@@ -843,6 +965,7 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     h.acc = (uint8_t)kind;
     h.basic = (int32_t)basic;
     if (kind == RMA_ACC) { /* done at the target's next flush, as a put */
+        hx_ord_note(nm, RMA_NM_ORD_ACC, lo, hi);
         rc = hx_post(hx->win, nm, &h, body, blen);
         goto out;
     }

@@ -198,6 +198,33 @@ int rma_hx_in_flight(rma_nm_tgt_t *nm);
 /* Drops what is held back for nm unsent (the window is being freed) and frees it. */
 void rma_hx_agg_free(rma_nm_tgt_t *nm);
 
+/* One origin's order. MPI orders accumulates only; programs written against MPICH also
+ * expect a put, get or accumulate to bytes that an earlier operation of this origin to the
+ * same target touched to take effect after it, with no flush in between (ARMCI-MPI's
+ * location consistency: a put, accumulates, then a get of one patch, each completed only
+ * locally). Aggregation, the agent's deferred accumulates and rendezvous transfers could
+ * reorder such a pair, so each records the target bytes it touches (nm->ord_*, cleared by a
+ * flush that completed everything), and an operation about to be issued to target bytes
+ * [lo, hi) that overlap one it could overtake orders the target first (rma_ctl_order: what
+ * aggregation holds is sent, and where the transport does not keep issue order, a flush).
+ * Disjoint bytes cost nothing: one load while nothing is recorded. what: RMA_HX_ORD_*;
+ * held: aggregation holds this one back. 0 or -errno. */
+enum {
+    RMA_HX_ORD_PUT,
+    RMA_HX_ORD_GET,
+    RMA_HX_ORD_ACC, /* an accumulate-family request to the target's agent, or held back */
+    RMA_HX_ORD_AMO  /* an accumulate by network atomics or on the origin-side path */
+};
+int rma_hx_order_slow(rma_win_t *win, int trank, uint64_t lo, uint64_t hi, int what, int held);
+
+static inline int rma_hx_order(rma_win_t *win, int trank, uint64_t lo, uint64_t hi, int what,
+                               int held)
+{
+    if (atomic_load_explicit(&win->targets[trank].nm.ord_kinds, memory_order_relaxed) == 0)
+        return 0;
+    return rma_hx_order_slow(win, trank, lo, hi, what, held);
+}
+
 /* Frees what rma_hx_add allocated. */
 void rma_hx_done(rma_hx_t *hx);
 

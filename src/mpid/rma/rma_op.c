@@ -57,6 +57,19 @@ static int mover_rndv(rma_mover_t *mv, uintptr_t ta, char *buf, size_t n)
     return rc;
 }
 
+/* A piece that goes now, not through the target's agent (which checks as it sends them):
+ * off node, it waits for what it could overtake (hx.h, one origin's order). */
+static int mover_order(rma_mover_t *mv, uintptr_t ta, size_t n)
+{
+    int rc;
+
+    if (mv->win->targets[mv->trank].local ||
+        (rc = rma_hx_order(mv->win, mv->trank, ta, ta + n,
+                           mv->write ? RMA_HX_ORD_PUT : RMA_HX_ORD_GET, 0)) == 0)
+        return 0;
+    return mv->err = rc;
+}
+
 int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
 {
     while (len > 0) {
@@ -64,6 +77,8 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
         const rma_dyn_hit_t *m = rma_tspan_map(mv->span, ta, n);
         if (m != NULL) {
             char *t = m->local + (ta - m->lo);
+            if (mover_order(mv, ta, n) != 0)
+                return mv->err;
             memcpy(mv->write ? t : buf, mv->write ? buf : t, n);
         } else if (mv->hx != NULL &&
                    n <= (mv->write ? mv->win->targets[mv->trank].nm.hx_piece
@@ -77,7 +92,8 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
                 return mv->err;
         } else {
             void *key = rma_tspan_key(mv->span, ta);
-            if (mv->niov > 0 && key != mv->key && rma_mover_flush(mv) != 0)
+            if (mover_order(mv, ta, n) != 0 ||
+                (mv->niov > 0 && key != mv->key && rma_mover_flush(mv) != 0))
                 return mv->err;
             mv->key = key;
             if (mv->ncma++ == 0) {

@@ -179,6 +179,7 @@ static int held_send(rma_nm_tgt_t *t, shm_held_t *h)
 
     h->n = 0;
     h->used = 0;
+    rma_nm_hold_end(t);
     return rc;
 }
 
@@ -266,7 +267,7 @@ static int nm_shm_issue(rma_nm_tgt_t *t, const struct iovec *local, const struct
                         int n, int write)
 {
     shm_held_t *h = small_pieces(local, n) ? held_of(t) : NULL;
-    int rc = 0;
+    int rc = 0, first = 0;
 
     if (h == NULL) /* at once, after what is held */
         return (rc = nm_shm_flush(t)) != 0 ? rc : xfer_now(t, local, remote, n, write);
@@ -282,8 +283,11 @@ static int nm_shm_issue(rma_nm_tgt_t *t, const struct iovec *local, const struct
         rma_nm_issued(t);
         if (!write)
             rma_nm_need_local(t); /* the data lands at the flush */
+        first = rma_nm_hold_begin(t);
     }
     pthread_mutex_unlock(&h->mtx);
+    if (first)
+        rma_nm_hold_list(t);
     return rc;
 }
 
@@ -322,7 +326,10 @@ static void nm_shm_flush_release(void *req)
 
 void rma_nm_shm_release(rma_nm_tgt_t *t)
 {
-    shm_held_t *h = atomic_exchange_explicit(&t->held, NULL, memory_order_acq_rel);
+    shm_held_t *h;
+
+    rma_nm_hold_drop(t);
+    h = atomic_exchange_explicit(&t->held, NULL, memory_order_acq_rel);
 
     if (h == NULL)
         return;
@@ -337,6 +344,7 @@ const rma_netmod_ops_t rma_nm_shm_ops = {
     .readv = nm_shm_readv,
     .flush = nm_shm_flush,
     .push = nm_shm_flush,
+    .release = nm_shm_flush,
     .order = nm_shm_flush,
     .settle = nm_shm_flush,
     .flush_start = nm_shm_flush_start,

@@ -1084,6 +1084,7 @@ static int ucx_flush(rma_nm_tgt_t *t)
 
     if (seen == atomic_load_explicit(&t->flushed, memory_order_acquire)) {
         atomic_store_explicit(&t->primed, 0, memory_order_relaxed); /* hx.h, aggregation */
+        rma_nm_ord_done(t, seen);
         return 0;
     }
     if (ep == atomic_load_explicit(&t->ep_flushed, memory_order_acquire)) {
@@ -1099,8 +1100,10 @@ static int ucx_flush(rma_nm_tgt_t *t)
     ucx_wait_zero(&t->hx_out); /* after a failure too: the handlers count them down */
     if (rc == 0)
         rc = atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
-    if (rc == 0)
+    if (rc == 0) {
         rma_nm_flushed(t, seen);
+        rma_nm_ord_done(t, seen);
+    }
     return rc;
 }
 
@@ -1145,6 +1148,7 @@ static const rma_netmod_ops_t ucx_ops = {
     .amo_post = ucx_amo_post,
     .flush = ucx_flush,
     .push = ucx_push,
+    .release = drain_held,
     .order = ucx_order,
     .settle = ucx_settle,
     .flush_start = ucx_flush_start,
