@@ -41,11 +41,13 @@ int rma_nm_hold_begin(rma_nm_tgt_t *t)
 
 void rma_nm_hold_list(rma_nm_tgt_t *t)
 {
+    if (atomic_load_explicit(&t->hold_listed, memory_order_relaxed))
+        return; /* still listed from before: the usual case */
     pthread_mutex_lock(&hold_mtx);
-    if (!t->hold_listed) {
+    if (!atomic_load_explicit(&t->hold_listed, memory_order_relaxed)) {
         t->hold_next = hold_head;
         hold_head = t;
-        t->hold_listed = 1;
+        atomic_store_explicit(&t->hold_listed, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&hold_mtx);
 }
@@ -64,7 +66,8 @@ void rma_nm_hold_drop(rma_nm_tgt_t *t)
     for (rma_nm_tgt_t **p = &hold_head; t->hold_listed && *p != NULL; p = &(*p)->hold_next)
         if (*p == t) {
             *p = t->hold_next;
-            t->hold_listed = 0;
+            atomic_store_explicit(&t->hold_listed, 0, memory_order_relaxed);
+            break;
         }
     rma_nm_hold_end(t);
     pthread_mutex_unlock(&hold_mtx);
@@ -75,12 +78,14 @@ void rma_nm_release_held_slow(const void *keep)
     pthread_mutex_lock(&hold_mtx);
     for (rma_nm_tgt_t **p = &hold_head; *p != NULL;) {
         rma_nm_tgt_t *t = *p;
-        if (t->owner == keep) {
+        /* a lazy lock's epoch (its gate set) sends what it holds at its unlock, and sending
+         * now would wait for the lock, which a peer in this barrier may hold */
+        if (t->owner == keep || rma_nm_gated(t)) {
             p = &t->hold_next;
             continue;
         }
         *p = t->hold_next;
-        t->hold_listed = 0;
+        atomic_store_explicit(&t->hold_listed, 0, memory_order_relaxed);
         (void)t->ops->release(t); /* a failure stays with the target: its flush reports it */
     }
     pthread_mutex_unlock(&hold_mtx);

@@ -89,7 +89,8 @@ typedef struct rma_nm_tgt {
     const void *owner;                /* the window this is a target of */
     int holding;                      /* the transport holds operations back for the target
                                          (rma_nm_hold_begin) ... */
-    int hold_listed;                  /* ... listed among the holders (hold lock) */
+    _Atomic int hold_listed;          /* ... listed among the holders (written under the
+                                         list's lock) */
     struct rma_nm_tgt *hold_next;
     _Atomic unsigned ord_kinds;    /* one origin's order (hx.h rma_hx_order): the kinds
                                          of operation issued to the target that a later one
@@ -180,7 +181,8 @@ static inline void rma_nm_release_held(const void *keep)
 enum { RMA_NM_ORD_PUT_HELD, RMA_NM_ORD_GET_HELD, RMA_NM_ORD_ACC, RMA_NM_ORD_RNDV };
 
 /* Everything issued to t before seen took effect, and nothing was issued since: no later
- * operation can overtake one (mpid/rma/hx.h rma_hx_order). */
+ * operation can overtake one (mpid/rma/hx.h rma_hx_order). An operation is recorded after
+ * it was counted in t->issued, so that a flush that did not wait for it cannot clear it. */
 static inline void rma_nm_ord_done(rma_nm_tgt_t *t, unsigned seen)
 {
     if (atomic_load_explicit(&t->issued, memory_order_acquire) == seen)

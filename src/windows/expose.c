@@ -150,6 +150,9 @@ void rma_expose_refresh(rma_win_t *win, int trank)
             rma_seg_detach(local, desc.len);
         goto out;
     }
+    /* transfers held for the next flush go first: loads and stores must not overtake them */
+    if (tg->nm.ops != NULL)
+        (void)tg->nm.ops->release(&tg->nm); /* a failure stays with the target's flush */
     /* the inline path reads map_lo/map_len, then map_local: publish map_local first */
     tg->map_local = local;
     atomic_thread_fence(memory_order_release);

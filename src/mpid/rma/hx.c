@@ -76,22 +76,22 @@ static void ord_widen(_Atomic uint64_t *w, uint64_t v, int max)
 }
 
 /* An operation of kind k (RMA_NM_ORD_*) touching target bytes [lo, hi) was issued to nm's
- * target. Threads of one process issue in no order MPI defines: the spans only need to be
- * exact for one thread. */
+ * target (and counted in nm->issued: netmod.h rma_nm_ord_done). Threads of one process
+ * issue in no order MPI defines: a span may cover another thread's operations too. */
 static void hx_ord_note(rma_nm_tgt_t *nm, int k, uint64_t lo, uint64_t hi)
 {
-    unsigned bit = 1u << k, kinds = atomic_load_explicit(&nm->ord_kinds, memory_order_relaxed);
+    unsigned bit = 1u << k;
 
     if (lo >= hi)
         return;
-    if (kinds & bit) {
+    if (atomic_load_explicit(&nm->ord_kinds, memory_order_relaxed) & bit) {
         ord_widen(&nm->ord_lo[k], lo, 0);
         ord_widen(&nm->ord_hi[k], hi, 1);
         return;
     }
     atomic_store_explicit(&nm->ord_lo[k], lo, memory_order_relaxed);
     atomic_store_explicit(&nm->ord_hi[k], hi, memory_order_relaxed);
-    atomic_store_explicit(&nm->ord_kinds, kinds | bit, memory_order_release); /* no locked op */
+    atomic_fetch_or_explicit(&nm->ord_kinds, bit, memory_order_release);
 }
 
 #define ORD_BIT(k) (1u << RMA_NM_ORD_##k)
@@ -343,12 +343,11 @@ static int hx_send(rma_hx_t *hx, int held)
     char *body = malloc(body_cap);
     int ri = 0, rc = 0;
     _Atomic int left = 0, err = 0;
-    uint64_t rp = 0;
+    uint64_t rp = 0, lo, hi;
 
     if (body == NULL)
         return -ENOMEM;
     if (!held) { /* held gets are sent by a flush, in the order it keeps */
-        uint64_t lo, hi;
         hx_span(hx, &lo, &hi);
         rc = rma_hx_order(hx->win, hx->trank, lo, hi, hx->write ? RMA_HX_ORD_PUT : RMA_HX_ORD_GET,
                           0);
@@ -376,6 +375,10 @@ static int hx_send(rma_hx_t *hx, int held)
     }
     /* gets: every answer sent for lands before the runs' memory is freed */
     rma_net->wait_zero(&left);
+    /* a device's RDMA does not queue behind the agent's requests as UCX's emulation does:
+     * a later one to these bytes must wait for them (a held put's rule) */
+    if (rc == 0 && !held && hx->write && nm->dev_rma)
+        hx_ord_note(nm, RMA_NM_ORD_PUT_HELD, lo, hi);
     free(body);
     hx->nruns = 0;
     hx->pieces = hx->bytes = 0;
@@ -407,7 +410,6 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
         free(w);
         return rc;
     }
-    hx_ord_note(nm, RMA_NM_ORD_RNDV, ta, ta + n);
     *w = (hx_wait_t){.left = &nm->hx_out,
                      .err = &nm->hx_err,
                      .also = &nm->hx_unordered, /* the data lands later */
@@ -422,8 +424,10 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
         write ? nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &m, sizeof(m), buf, n, RMA_NM_AM_RNDV)
               : nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &m.h, sizeof(m.h), &m.r, sizeof(m.r),
                                  RMA_NM_AM_COPY));
-    if (rc == 0)
+    if (rc == 0) {
+        hx_ord_note(nm, RMA_NM_ORD_RNDV, ta, ta + n);
         rma_nm_need_local(nm); /* the target reads buf, or writes it, later */
+    }
     return rc;
 }
 
@@ -677,8 +681,8 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
     if (rc != 0 || (rc = agg_take(win, trank, &k, 1, n, &a)) != 0)
         return rc;
     agg_piece(a, ta, buf, n);
-    hx_ord_note(&win->targets[trank].nm, RMA_NM_ORD_PUT_HELD, ta, ta + n);
     agg_held(win, trank, a);
+    hx_ord_note(&win->targets[trank].nm, RMA_NM_ORD_PUT_HELD, ta, ta + n);
     return 0;
 }
 
@@ -717,8 +721,8 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
         agg_unlock(a);
         return 1; /* out of memory: it goes on its own */
     }
-    hx_ord_note(nm, RMA_NM_ORD_GET_HELD, ta, ta + n);
     agg_held(win, trank, a);
+    hx_ord_note(nm, RMA_NM_ORD_GET_HELD, ta, ta + n);
     rma_nm_need_local(nm); /* its data lands when a flush sends it */
     return 0;
 }
@@ -736,8 +740,6 @@ static int agg_acc(rma_hx_t *hx, int op, MPI_Datatype basic, const char *opk)
 
     if (rc != 0)
         return rc;
-    hx_span(hx, &lo, &hi);
-    hx_ord_note(&hx->win->targets[hx->trank].nm, RMA_NM_ORD_ACC, lo, hi);
     for (int i = 0; i < hx->nruns; i++) {
         const rma_hx_run_t *r = &hx->runs[i];
         for (uint64_t p = 0; p < r->count; p++)
@@ -745,6 +747,8 @@ static int agg_acc(rma_hx_t *hx, int op, MPI_Datatype basic, const char *opk)
                       opk + (uintptr_t)r->laddr + (int64_t)p * r->lstride, r->len);
     }
     agg_held(hx->win, hx->trank, a);
+    hx_span(hx, &lo, &hi);
+    hx_ord_note(&hx->win->targets[hx->trank].nm, RMA_NM_ORD_ACC, lo, hi);
     return 0;
 }
 
@@ -965,8 +969,8 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     h.acc = (uint8_t)kind;
     h.basic = (int32_t)basic;
     if (kind == RMA_ACC) { /* done at the target's next flush, as a put */
-        hx_ord_note(nm, RMA_NM_ORD_ACC, lo, hi);
-        rc = hx_post(hx->win, nm, &h, body, blen);
+        if ((rc = hx_post(hx->win, nm, &h, body, blen)) == 0)
+            hx_ord_note(nm, RMA_NM_ORD_ACC, lo, hi);
         goto out;
     }
     rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), body, blen, RMA_NM_AM_COPY);
