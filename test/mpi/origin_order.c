@@ -34,38 +34,25 @@ static int at(int shape, int i)
     return shape == 0 ? i : shape == 1 ? 2 * i : 8 + i;
 }
 
-static void put_shape(int s, long *src, MPI_Aint d, rt_win_t *w)
-{
-    if (s == 0)
-        MPI_OK(MPI_Put(src, N, MPI_LONG, 0, d, N, MPI_LONG, w->win));
-    else if (s == 1)
-        MPI_OK(MPI_Put(src, N, MPI_LONG, 0, d, 1, vec, w->win));
-    else
-        for (int i = 0; i < N; i++)
-            MPI_OK(MPI_Put(&src[i], 1, MPI_LONG, 0, d + at(2, i) * 8, 1, MPI_LONG, w->win));
-}
+enum { PUT, ACC, GET };
 
-static void acc_shape(int s, long *src, MPI_Aint d, rt_win_t *w)
+/* One operation of N longs between buf and displacement d of rank 0 in shape s: one call
+ * (s 0: contiguous, 1: strided by vec), or one call an element (s 2, at(2, i)). */
+static void issue(int op, int s, long *buf, MPI_Aint d, rt_win_t *w)
 {
-    if (s == 0)
-        MPI_OK(MPI_Accumulate(src, N, MPI_LONG, 0, d, N, MPI_LONG, MPI_SUM, w->win));
-    else if (s == 1)
-        MPI_OK(MPI_Accumulate(src, N, MPI_LONG, 0, d, 1, vec, MPI_SUM, w->win));
-    else
-        for (int i = 0; i < N; i++)
-            MPI_OK(MPI_Accumulate(&src[i], 1, MPI_LONG, 0, d + at(2, i) * 8, 1, MPI_LONG, MPI_SUM,
-                                  w->win));
-}
+    int calls = s == 2 ? N : 1, oc = s == 2 ? 1 : N, tc = s == 1 ? 1 : oc;
+    MPI_Datatype tt = s == 1 ? vec : MPI_LONG;
 
-static void get_shape(int s, long *dst, MPI_Aint d, rt_win_t *w)
-{
-    if (s == 0)
-        MPI_OK(MPI_Get(dst, N, MPI_LONG, 0, d, N, MPI_LONG, w->win));
-    else if (s == 1)
-        MPI_OK(MPI_Get(dst, N, MPI_LONG, 0, d, 1, vec, w->win));
-    else
-        for (int i = 0; i < N; i++)
-            MPI_OK(MPI_Get(&dst[i], 1, MPI_LONG, 0, d + at(2, i) * 8, 1, MPI_LONG, w->win));
+    for (int i = 0; i < calls; i++) {
+        long *b = s == 2 ? &buf[i] : buf;
+        MPI_Aint td = s == 2 ? d + at(2, i) * 8 : d;
+        if (op == PUT)
+            MPI_OK(MPI_Put(b, oc, MPI_LONG, 0, td, tc, tt, w->win));
+        else if (op == ACC)
+            MPI_OK(MPI_Accumulate(b, oc, MPI_LONG, 0, td, tc, tt, MPI_SUM, w->win));
+        else
+            MPI_OK(MPI_Get(b, oc, MPI_LONG, 0, td, tc, tt, w->win));
+    }
 }
 
 /* The first i where got and want differ, or -1. */
@@ -107,14 +94,14 @@ static void mixed(rt_win_t *w, int r)
             res[i] = -1;
         }
         MPI_OK(MPI_Win_lock_all(0, w->win));
-        put_shape(pm, ps, w->base, w);
+        issue(PUT, pm, ps, w->base, w);
         MPI_OK(MPI_Win_flush_local(0, w->win));
         for (int k = 0; k < 3; k++) {
             int s = (first + k) % 3;
-            acc_shape(s, as[s], w->base, w);
+            issue(ACC, s, as[s], w->base, w);
             MPI_OK(MPI_Win_flush_local(0, w->win));
         }
-        get_shape(gm, res, w->base, w);
+        issue(GET, gm, res, w->base, w);
         MPI_OK(MPI_Win_flush(0, w->win));
         MPI_OK(MPI_Win_unlock_all(w->win));
         for (int i = 0; i < N; i++) {
