@@ -86,25 +86,25 @@ typedef struct rma_nm_tgt {
                                          theirs is left to land here) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small operations held back for one request (hx.h) */
+    _Atomic int primed;               /* ... a small one went on its own since the last flush
+                                         (so the next are held back); a flush clears it
+                                         even with nothing to complete */
+    rma_nm_gate_t *_Atomic gate;      /* set: opened before anything is sent to the target */
+    rma_shm_held_t *_Atomic held;     /* shm: small transfers held until a flush */
+    _Atomic uint32_t *cma_moving;     /* shm: the owner is moving the memory: no write now */
+    _Atomic uint32_t *cma_writers;    /* shm: ... it waits for the writes in flight to end */
+    _Atomic unsigned cma_calls;       /* shm: process_vm_readv/writev calls made */
     const void *owner;                /* the window this is a target of */
     int holding;                      /* the transport holds operations back for the target
                                          (rma_nm_hold_begin) ... */
     _Atomic int hold_listed;          /* ... listed among the holders (written under the
                                          list's lock) */
-    struct rma_nm_tgt *hold_next;
-    _Atomic unsigned ord_kinds;    /* one origin's order (hx.h rma_hx_order): the kinds
+    struct rma_nm_tgt *hold_next;     /* ... the next one listed */
+    _Atomic unsigned ord_kinds;       /* one origin's order (hx.h rma_hx_order): the kinds
                                          of operation issued to the target that a later one
                                          could overtake, one bit a kind (RMA_NM_ORD_*) ... */
-    _Atomic uint64_t ord_lo[4];    /* ... and the target bytes [lo, hi) they touch; */
-    _Atomic uint64_t ord_hi[4];    /* ... a flush that completed everything clears them */
-    _Atomic int primed;            /* ... a small one went on its own since the last flush
-                                         (so the next are held back); a flush clears it
-                                         even with nothing to complete */
-    rma_nm_gate_t *_Atomic gate;   /* set: opened before anything is sent to the target */
-    rma_shm_held_t *_Atomic held;  /* shm: small transfers held until a flush */
-    _Atomic uint32_t *cma_moving;  /* shm: the owner is moving the memory: no write now */
-    _Atomic uint32_t *cma_writers; /* shm: ... it waits for the writes in flight to end */
-    _Atomic unsigned cma_calls;    /* shm: process_vm_readv/writev calls made */
+    _Atomic uint64_t ord_lo[4];       /* ... and the target bytes [lo, hi) they touch; */
+    _Atomic uint64_t ord_hi[4];       /* ... cleared by rma_nm_ord_done */
 } rma_nm_tgt_t;
 
 /* 1 when UCX's puts and gets to t's window memory need t's worker anyway: tcp alone, or
