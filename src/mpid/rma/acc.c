@@ -1221,11 +1221,9 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
             goto done;
     }
     rc = 0;
-    /* accumulates sent to the target's agent before this one take effect first, and what
-     * else of this origin's it could overtake (hx.h, one origin's order) */
-    if (!win->targets[trank].local &&
-        ((rma_hx_in_flight(&win->targets[trank].nm) && (rc = rma_ctl_flush(win, trank)) != 0) ||
-         (rc = rma_hx_order(win, trank, 0, UINT64_MAX, RMA_HX_ORD_AMO, 0)) != 0))
+    /* what this origin sent to the target's agent or holds for it takes effect first */
+    if (!win->targets[trank].local && rma_hx_in_flight(&win->targets[trank].nm) &&
+        (rc = rma_ctl_flush(win, trank)) != 0)
         goto done;
     if (acc_single_atomic(a, ttype)) {
         rma_acc_stripe_wait(win, trank, a->key0);

@@ -106,8 +106,7 @@ static unsigned ord_overtakes(int what, int held)
     case RMA_HX_ORD_PUT:
         return ORD_BIT(GET_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV) | (held ? 0 : ORD_BIT(PUT_HELD));
     case RMA_HX_ORD_GET: return ORD_BIT(PUT_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV);
-    case RMA_HX_ORD_ACC: return ORD_BIT(GET_HELD) | ORD_BIT(RNDV);
-    default: return ORD_BIT(PUT_HELD) | ORD_BIT(GET_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV);
+    default: return ORD_BIT(GET_HELD) | ORD_BIT(RNDV); /* RMA_HX_ORD_ACC */
     }
 }
 
@@ -736,7 +735,6 @@ static int agg_acc(rma_hx_t *hx, int op, MPI_Datatype basic, const char *opk)
     rma_hx_agg_t *a;
     /* a run's first piece may not continue the last record: two records a run at most */
     int rc = agg_take(hx->win, hx->trank, &k, 2 * (uint32_t)hx->nruns, (size_t)hx->bytes, &a);
-    uint64_t lo, hi;
 
     if (rc != 0)
         return rc;
@@ -747,8 +745,6 @@ static int agg_acc(rma_hx_t *hx, int op, MPI_Datatype basic, const char *opk)
                       opk + (uintptr_t)r->laddr + (int64_t)p * r->lstride, r->len);
     }
     agg_held(hx->win, hx->trank, a);
-    hx_span(hx, &lo, &hi);
-    hx_ord_note(&hx->win->targets[hx->trank].nm, RMA_NM_ORD_ACC, lo, hi);
     return 0;
 }
 
@@ -831,7 +827,7 @@ int rma_hx_agg_holds(const rma_nm_tgt_t *nm)
 int rma_hx_in_flight(rma_nm_tgt_t *nm)
 {
     return atomic_load_explicit(&nm->hx_out, memory_order_acquire) > 0 ||
-           (nm->agg != NULL && nm->agg->nrec > 0);
+           (nm->agg != NULL && (nm->agg->nrec > 0 || nm->agg->gets.nruns > 0));
 }
 
 void rma_hx_agg_free(rma_nm_tgt_t *nm)
@@ -940,8 +936,11 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     hx_span(hx, &lo, &hi);
     if ((rc = rma_hx_order(hx->win, hx->trank, lo, hi, RMA_HX_ORD_ACC, 0)) != 0)
         return rc;
-    if (kind == RMA_ACC && (rc = agg_acc(hx, op, basic, opk)) <= 0)
+    if (kind == RMA_ACC && (rc = agg_acc(hx, op, basic, opk)) <= 0) {
+        if (rc == 0) /* held back */
+            hx_ord_note(nm, RMA_NM_ORD_ACC, lo, hi);
         return rc;
+    }
     /* accumulates from one origin take effect in issue order: what is held back goes first */
     if (nm->agg != NULL && (rc = agg_send_held(nm, 0)) != 0)
         return rc;

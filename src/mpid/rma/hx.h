@@ -191,8 +191,9 @@ int rma_hx_notify_quiet(rma_win_t *win, int trank, size_t off, uint64_t v);
 /* 1 when aggregation holds back operations for nm's target (puts, gets or accumulates). */
 int rma_hx_agg_holds(const rma_nm_tgt_t *nm);
 
-/* 1 when requests to nm's target's agent are held back or not acknowledged yet: an
- * accumulate that takes another path (network atomics, origin-side) flushes them first. */
+/* 1 when requests to nm's target's agent are held back (puts, accumulates, gets) or not
+ * acknowledged yet: an accumulate that takes another path (network atomics, origin-side)
+ * flushes them first, so that it overtakes none of them (one origin's order, below). */
 int rma_hx_in_flight(rma_nm_tgt_t *nm);
 
 /* Drops what is held back for nm unsent (the window is being freed) and frees it. */
@@ -212,8 +213,8 @@ void rma_hx_agg_free(rma_nm_tgt_t *nm);
 enum {
     RMA_HX_ORD_PUT,
     RMA_HX_ORD_GET,
-    RMA_HX_ORD_ACC, /* an accumulate-family request to the target's agent, or held back */
-    RMA_HX_ORD_AMO  /* an accumulate by network atomics or on the origin-side path */
+    RMA_HX_ORD_ACC /* an accumulate-family request to the target's agent, or held back (one
+                      on another path waits for all of them: rma_hx_in_flight) */
 };
 int rma_hx_order_slow(rma_win_t *win, int trank, uint64_t lo, uint64_t hi, int what, int held);
 
