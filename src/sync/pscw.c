@@ -107,18 +107,29 @@ int rma_start(rma_win_t *win, MPI_Group group, int assert)
     return MPI_SUCCESS;
 }
 
+/* Several threads may use one access epoch (MPI_THREAD_MULTIPLE): the first to need the
+ * post consumes it, and the others wait until it has, so that one epoch counts one post. */
 void rma_pscw_wait_post(rma_win_t *win, int t)
 {
     _Atomic uint64_t *p = rma_ctl_post(win->ctl, win->rank, t);
+    rma_target_t *tg = &win->targets[t];
     rma_backoff_t bo = RMA_BACKOFF_INIT;
+    uint8_t pending = 1;
 
+    if (!atomic_compare_exchange_strong(&tg->start_pending, &pending, 2)) {
+        while (atomic_load_explicit(&tg->start_pending, memory_order_acquire) != 0) {
+            rma_ctl_progress(win);
+            rma_backoff(&bo);
+        }
+        return;
+    }
     while ((int64_t)(atomic_load_explicit(p, memory_order_acquire) - win->post_seen[t]) <= 0) {
         rma_ctl_progress(win);
         rma_backoff(&bo);
     }
     win->post_seen[t]++;
-    win->targets[t].start_pending = 0;
-    win->targets[t].access = 1;
+    tg->access = 1;
+    atomic_store_explicit(&tg->start_pending, 0, memory_order_release);
 }
 
 int rma_complete(rma_win_t *win)

@@ -160,12 +160,13 @@ typedef struct rma_target {
     uintptr_t remote_base; /* target's address of its window base (0 for dynamic) */
     MPI_Aint size;         /* target window size in bytes */
     int disp_unit;
-    uint8_t access;        /* an access epoch (lock or start) covers this target */
-    uint8_t lock_type;     /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
-    uint8_t lock_nocheck;  /* lock taken with MPI_MODE_NOCHECK: no lock word held */
-    uint8_t lock_pending;  /* a thread of ours is acquiring the lock word */
-    uint8_t start_pending; /* in the MPI_Win_start group, its post not consumed yet */
-    uintptr_t map_lo;      /* target addresses [map_lo, map_lo + map_len) are mapped ... */
+    uint8_t access;                /* an access epoch (lock or start) covers this target */
+    uint8_t lock_type;             /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE held by us */
+    uint8_t lock_nocheck;          /* lock taken with MPI_MODE_NOCHECK: no lock word held */
+    uint8_t lock_pending;          /* a thread of ours is acquiring the lock word */
+    _Atomic uint8_t start_pending; /* in the MPI_Win_start group, its post not consumed yet
+                                      (2: a thread is consuming it; rma_pscw_wait_post) */
+    uintptr_t map_lo;              /* target addresses [map_lo, map_lo + map_len) are mapped ... */
     size_t map_len;
     char *map_local;      /* ... here, starting at map_local (NULL: nothing mapped) */
     int pid;              /* target process (CMA) */

@@ -10,7 +10,10 @@
  * process on one window disjoint, and MPICH 4.0 aborts on an internal assertion). At the end
  * both counters of every rank are exact, and the fetch_and_op results at each target are a
  * permutation. One thread locking the same target twice (or unlocking it twice) stays
- * MPI_ERR_RMA_SYNC. A thread that joined another thread's shared lock (and lock_all) and
+ * MPI_ERR_RMA_SYNC. Rank 0's threads all put at once in one PSCW access epoch before the
+ * targets' (late) posts arrive: the post is consumed once, so the next round's epoch waits
+ * for the next post and sees its values land (before, each thread counted it and the next
+ * round hung). A thread that joined another thread's shared lock (and lock_all) and
  * unlocks first has its operations complete at the target on return: rank 0's second thread
  * puts under the joined lock, unlocks, and tells the target by MPI_Send, which must then
  * find the value in its memory while the first thread still holds its lock.
@@ -22,11 +25,13 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #define NT     4
 #define O_ACC  0  /* long: accumulate counter */
 #define O_FOP  8  /* long: fetch_and_op counter */
 #define O_JOIN 16 /* long: the put under a joined lock */
+#define O_PSCW 24 /* long[NT]: the threads' puts in one PSCW epoch */
 #define O_SLOT 64 /* long[8] per (origin rank, thread) */
 #define SLOTL  8
 
@@ -192,6 +197,21 @@ typedef struct {
     int all;
 } join_arg_t;
 
+/* Rank 0's threads in one PSCW epoch: thread t puts its value to every other rank. */
+static long pscw_val[NT];
+static int pscw_rc[NT];
+
+static void *pscw_put(void *arg)
+{
+    long t = (long)arg;
+
+    pscw_rc[t] = MPI_SUCCESS;
+    for (int r = 1; r < nprocs && pscw_rc[t] == MPI_SUCCESS; r++)
+        pscw_rc[t] = MPI_Put(&pscw_val[t], 1, MPI_LONG, r, O_PSCW + t * (MPI_Aint)sizeof(long), 1,
+                             MPI_LONG, win);
+    return NULL;
+}
+
 /* Rank 0's second thread: joins the first one's shared lock (or lock_all) on a->t, puts,
  * unlocks and tells the target. */
 static void *joined_put(void *arg)
@@ -327,6 +347,43 @@ int main(int argc, char **argv)
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
+
+    /* one PSCW access epoch, its first operations from several threads at once */
+    {
+        MPI_Group world, peers;
+        int zero = 0;
+        MPI_Comm_group(MPI_COMM_WORLD, &world);
+        if (rank == 0)
+            MPI_Group_excl(world, 1, &zero, &peers);
+        else
+            MPI_Group_incl(world, 1, &zero, &peers);
+        for (int round = 1; round <= 20; round++) {
+            if (rank == 0) {
+                pthread_t pt[NT];
+                MPI_OK(MPI_Win_start(peers, 0, win));
+                for (long t = 0; t < NT; t++) {
+                    pscw_val[t] = round * 100 + t;
+                    pthread_create(&pt[t], NULL, pscw_put, (void *)t);
+                }
+                for (int t = 0; t < NT; t++) {
+                    pthread_join(pt[t], NULL);
+                    MPI_OK(pscw_rc[t]);
+                }
+                MPI_OK(MPI_Win_complete(win));
+            } else {
+                usleep(2000); /* rank 0's threads wait for this post together */
+                MPI_OK(MPI_Win_post(peers, 0, win));
+                MPI_OK(MPI_Win_wait(win));
+                for (int t = 0; t < NT; t++)
+                    CHECK(winmem[O_PSCW / sizeof(long) + t] == round * 100 + t,
+                          "PSCW round %d: thread %d's put reads %ld", round, t,
+                          winmem[O_PSCW / sizeof(long) + t]);
+            }
+        }
+        MPI_Group_free(&peers);
+        MPI_Group_free(&world);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
 
     /* one thread locking the same target twice is still an error */
     {
