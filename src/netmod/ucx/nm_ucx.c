@@ -173,7 +173,10 @@ static int serve_until(int rc, MPI_Request *req)
 
     while (rc == MPI_SUCCESS && (rc = PMPI_Test(req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS &&
            !done) {
-        if ((++turns & 15) == 0) {
+        /* a system call and the watch worker's progress: a request that arrives meanwhile
+         * waits for them, so while requests keep coming, 16 times less often (128-byte
+         * accumulate + flush served here, 90th percentile 0.76 -> 0.68 us, MPICH 0.68) */
+        if ((++turns & (busy > 0 ? 255u : 15u)) == 0) {
             rma_peer_poll();         /* peers' watch endpoints: answered, and checked */
             rma_agent_serve_moves(); /* same-node peers' requests to move memory */
         }
