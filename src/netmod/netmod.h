@@ -37,6 +37,17 @@ typedef struct rma_nm_gate {
 /* shm: the small transfers to one target held until its next flush (nm_shm.c). */
 typedef struct rma_shm_held rma_shm_held_t;
 
+/* The kinds of rma_nm_tgt_t.ord_kinds: puts and gets aggregation holds back, accumulates
+ * sent to the target's agent or held back (the agent may defer one), rendezvous transfers
+ * (their data lands later). */
+enum {
+    RMA_NM_ORD_PUT_HELD,
+    RMA_NM_ORD_GET_HELD,
+    RMA_NM_ORD_ACC,
+    RMA_NM_ORD_RNDV,
+    RMA_NM_ORD_NKINDS
+};
+
 /* One (window, target) as the transport sees it. */
 typedef struct rma_nm_tgt {
     const struct rma_netmod_ops *ops; /* NULL: the target is reached only by load/store */
@@ -103,8 +114,8 @@ typedef struct rma_nm_tgt {
     _Atomic unsigned ord_kinds;       /* one origin's order (hx.h rma_hx_order): the kinds
                                          of operation issued to the target that a later one
                                          could overtake, one bit a kind (RMA_NM_ORD_*) ... */
-    _Atomic uint64_t ord_lo[4];       /* ... and the target bytes [lo, hi) they touch; */
-    _Atomic uint64_t ord_hi[4];       /* ... cleared by rma_nm_ord_done */
+    _Atomic uint64_t ord_lo[RMA_NM_ORD_NKINDS]; /* ... and the target bytes [lo, hi) they touch; */
+    _Atomic uint64_t ord_hi[RMA_NM_ORD_NKINDS]; /* ... cleared by rma_nm_ord_done */
 } rma_nm_tgt_t;
 
 /* 1 when UCX's puts and gets to t's window memory need t's worker anyway: tcp alone, or
@@ -174,11 +185,6 @@ static inline void rma_nm_release_held(const void *keep)
     if (atomic_load_explicit(&rma_nm_holders, memory_order_relaxed) > 0)
         rma_nm_release_held_slow(keep);
 }
-
-/* The kinds of rma_nm_tgt_t.ord_kinds: puts and gets aggregation holds back, accumulates
- * sent to the target's agent or held back (the agent may defer one), rendezvous transfers
- * (their data lands later). */
-enum { RMA_NM_ORD_PUT_HELD, RMA_NM_ORD_GET_HELD, RMA_NM_ORD_ACC, RMA_NM_ORD_RNDV };
 
 /* Everything issued to t before seen took effect, and nothing was issued since: no later
  * operation can overtake one (mpid/rma/hx.h rma_hx_order). An operation is recorded after
