@@ -70,10 +70,17 @@ typedef struct rma_nm_tgt {
                                          (it leaves only when this process drives UCX): push */
     uintptr_t ctl_raddr;              /* target's address of its node's control segment */
     void *ctl_key;                    /* remote key of that segment */
+    char *ctl_map;                    /* ucx: where that segment is mapped here, when UCX
+                                         reaches it by a shared mapping (ops key_ptr):
+                                         accumulate stripes are then CPU atomics on it
+                                         (mpid/rma/acc.c); NULL otherwise */
     void *data_key;                   /* remote key of the target's window memory */
-    int data_mapped;                  /* ucx: UCX reaches that memory by a shared mapping
-                                         (ops key_mapped): transfers never ask the
-                                         target's agent for help */
+    char *data_map;                   /* ucx: where that memory (remote_base) is mapped
+                                         here, when UCX reaches it by a shared mapping
+                                         (ops key_ptr): transfers never ask the target's
+                                         agent for help, and accumulates use the mapping
+                                         as on the target's node (mpid/rma/acc.c);
+                                         NULL otherwise */
     int dev_amo;                      /* ucx: the endpoint has a network device's atomics,
                                          which complete without the target's CPU */
     int dev_rma;                      /* ucx: ... and its RDMA: large pieces go by
@@ -124,7 +131,7 @@ typedef struct rma_nm_tgt {
  * shared lock can ride on it (sync/lock.c, lazy locks). */
 static inline int rma_nm_served(const rma_nm_tgt_t *t)
 {
-    return t->am_rma || (!t->data_mapped && !t->dev_rma);
+    return t->am_rma || (t->data_map == NULL && !t->dev_rma);
 }
 
 /* 1 while t's gate is set: a lazy lock's epoch, whose small operations are held back. */
@@ -369,10 +376,11 @@ typedef struct rma_netmod_ops {
      * (window, target); NULL on failure. key_close releases it. */
     void *(*key_open)(rma_nm_tgt_t *t, const void *blob);
     void (*key_close)(void *key);
-    /* 1 when the transport reaches the key's memory at raddr through a shared mapping (ucx's
-     * shared-memory transports between processes of one machine): a put, get or atomic on
-     * it is a copy or CPU atomic the origin performs, with no work for the owner's CPU. */
-    int (*key_mapped)(void *key, uint64_t raddr);
+    /* Where the key's memory at raddr is mapped in this process, when the transport reaches
+     * it through a shared mapping (ucx's shared-memory transports between processes of one
+     * machine: a put, get or atomic on it is a copy or CPU atomic the origin performs, with
+     * no work for the owner's CPU); NULL otherwise. Valid until key_close. */
+    void *(*key_ptr)(void *key, uint64_t raddr);
 } rma_netmod_ops_t;
 
 extern const rma_netmod_ops_t rma_nm_shm_ops;

@@ -369,7 +369,7 @@ static void win_net_release(rma_win_t *win)
             nm->ops->key_close(nm->ctl_key);
         }
         nm->data_key = nm->ctl_key = NULL;
-        nm->data_mapped = 0;
+        nm->data_map = nm->ctl_map = NULL;
     }
     rma_net_mem_free(win->net_data);
     win->net_data = NULL;
@@ -465,22 +465,21 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
         tg->nm.data_key = in->data_len
                               ? tg->nm.ops->key_open(&tg->nm, (char *)(in + 1) + in->ctl_len)
                               : tg->nm.ctl_key;
+        tg->nm.ctl_map = tg->nm.ops->key_ptr(tg->nm.ctl_key, in->ctl_raddr);
         if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE) {
             tg->remote_base = (uintptr_t)in->data_raddr;
-            tg->nm.data_mapped = tg->nm.ops->key_mapped(tg->nm.data_key, in->ctl_raddr);
+            tg->nm.data_map = tg->nm.ops->key_ptr(tg->nm.data_key, in->data_raddr);
         }
         if (rma_env.verbose >= 2)
             fprintf(stderr,
                     "librma: %s window 0x%x: rank %d reaches rank %d through UCX: control "
                     "words %s, window memory %s%s\n",
                     func, (unsigned)win->handle, win->rank, t,
-                    tg->nm.ops->key_mapped(tg->nm.ctl_key, in->ctl_raddr)
-                        ? "by UCX's shared mapping"
-                        : "by network atomics",
-                    tg->nm.data_mapped ? "by UCX's shared mapping"
-                    : tg->nm.dev_rma   ? "by the network device's RDMA"
-                                       : "by UCX's emulation of RDMA (large pieces: a rendezvous "
-                                         "through the target's agent)",
+                    tg->nm.ctl_map ? "by UCX's shared mapping" : "by network atomics",
+                    tg->nm.data_map  ? "by UCX's shared mapping"
+                    : tg->nm.dev_rma ? "by the network device's RDMA"
+                                     : "by UCX's emulation of RDMA (large pieces: a rendezvous "
+                                       "through the target's agent)",
                     tg->nm.ordered ? "; operations take effect in issue order (one round trip "
                                      "per notification)"
                                    : "");

@@ -243,19 +243,33 @@ static int stripe_take(_Atomic uint32_t *w, uint32_t me, uint32_t *mark)
     return 0;
 }
 
-/* Stripe s of target trank's node (sync/ctl.h): a CPU atomic on the mapped word for a
- * same-node target, a network compare-and-swap otherwise. The holder keeps the mark the
+/* Stripe s's word of target trank's node where it is mapped here: in this node's control
+ * segment, or in the target node's as UCX maps it (nm.ctl_map: its shared-memory
+ * transports, whose atomics are these CPU atomics); NULL when only network atomics reach
+ * it (sync/ctl.h: the same offset on every node). */
+static _Atomic uint32_t *stripe_here(rma_win_t *win, int trank, unsigned s)
+{
+    char *map = win->targets[trank].nm.ctl_map;
+
+    if (win->targets[trank].local)
+        return rma_acc_stripe_word(win, s);
+    return map != NULL ? (_Atomic uint32_t *)(map + rma_ctl_off_stripe(win, s)) : NULL;
+}
+
+/* Stripe s of target trank's node (sync/ctl.h): a CPU atomic on the word where it is
+ * mapped here, a network compare-and-swap otherwise. The holder keeps the mark the
  * stripe had (RMA_STRIPE_SEEN or 0) in *mark. 0 or -errno. */
 static int stripe_lock(rma_win_t *win, int trank, unsigned s, uint32_t *mark)
 {
     const uint32_t me = (uint32_t)win->rank + 1;
+    _Atomic uint32_t *w = stripe_here(win, trank, s);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     uint32_t expect = 0, seen;
     int rc;
 
-    if (win->targets[trank].local) {
+    if (w != NULL) {
         /* the holder may be off node, its release a network operation on this node */
-        while (!stripe_take(rma_acc_stripe_word(win, s), me, mark)) {
+        while (!stripe_take(w, me, mark)) {
             rma_ctl_progress(win);
             rma_backoff(&bo);
         }
@@ -282,11 +296,12 @@ static int stripe_lock(rma_win_t *win, int trank, unsigned s, uint32_t *mark)
 void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key)
 {
     unsigned s = rma_acc_stripe_of(trank, key);
+    _Atomic uint32_t *w = stripe_here(win, trank, s);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     uint64_t v = 0;
     uint32_t w32;
 
-    if (!win->targets[trank].local) { /* the same steps, with network atomics */
+    if (w == NULL) { /* the same steps, with network atomics */
         size_t off = rma_ctl_off_stripe(win, s);
         while (rma_ctl_net_amo(win, trank, off, RMA_NM_AMO_ADD, 4, 0, 0, &v) == 0 &&
                v != RMA_STRIPE_SEEN) {
@@ -297,7 +312,6 @@ void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key)
             rma_backoff(&bo);
         }
     } else {
-        _Atomic uint32_t *w = rma_acc_stripe_word(win, s);
         for (;;) {
             uint32_t cur = atomic_load_explicit(w, memory_order_seq_cst);
             if (cur == RMA_STRIPE_SEEN ||
@@ -318,8 +332,10 @@ void rma_acc_stripe_wait(rma_win_t *win, int trank, uint64_t key)
 /* Releases stripe s, leaving the mark it had when it was taken. */
 static int stripe_unlock(rma_win_t *win, int trank, unsigned s, uint32_t mark)
 {
-    if (win->targets[trank].local) {
-        atomic_store_explicit(rma_acc_stripe_word(win, s), mark, memory_order_release);
+    _Atomic uint32_t *w = stripe_here(win, trank, s);
+
+    if (w != NULL) {
+        atomic_store_explicit(w, mark, memory_order_release);
         return 0;
     }
     return rma_ctl_add32(win, trank, rma_ctl_off_stripe(win, s), (uint32_t) - (win->rank + 1));
@@ -652,14 +668,15 @@ static int acc_rmw(acc_op_t *a, uintptr_t ta, size_t boff, size_t n)
 }
 
 /* 1 when the off-node target's bytes at ta are updated with network atomics (elements of
- * the kinds with a CPU atomic, in a NET window or region; doc/atomicity.md). */
+ * the kinds with a CPU atomic, in a NET window or region, that UCX does not map here;
+ * doc/atomicity.md). */
 static int net_atomic_at(const acc_op_t *a, uintptr_t ta)
 {
     if (a->win->targets[a->trank].local)
         return 0;
     for (int i = 0; i < a->span.nmaps; i++)
         if (ta >= a->span.maps[i].lo && ta < a->span.maps[i].hi)
-            return a->span.maps[i].atomic;
+            return a->span.maps[i].atomic && a->span.maps[i].local == NULL;
     return a->win->acc_mode == RMA_ACC_MODE_NET;
 }
 
@@ -977,15 +994,15 @@ static int span_has_atomic(const acc_op_t *a)
     return 0;
 }
 
-/* 1 when the network atomics of an off-node target complete without its CPU: UCX reaches
- * its window memory by a shared mapping, or through a network device's atomics. Otherwise
+/* 1 when the network atomics of an off-node target complete without its CPU: the
+ * endpoint has a network device's atomics. Otherwise
  * UCX emulates each atomic with active messages that the target's worker serves (tcp), and
  * a one-element call (a read of its stripe word, then the atomic: two round trips through
  * the target's worker) is cheaper as one request that the agent applies (doc/atomicity.md
  * §6). */
 static int amo_direct(const rma_nm_tgt_t *nm)
 {
-    return nm->data_mapped || nm->dev_amo;
+    return nm->dev_amo;
 }
 
 /* 1 when the target's agent has a kernel for op on basic: a CPU-atomic kind's, or one of
@@ -993,25 +1010,6 @@ static int amo_direct(const rma_nm_tgt_t *nm)
 static int serve_known(MPI_Datatype basic, int op)
 {
     return type_kind(basic) != RMA_AK_LOCKED || rma_acc_locked_known(basic, op);
-}
-
-/* A call of at most this many elements to an off-node target whose window memory UCX maps
- * here (key_mapped, netmod.h: its shared-memory transports) takes the origin-side path: its
- * stripe words, atomics, get and put are then CPU operations on the mapping, cheaper than a
- * round trip through the target's agent (two simulated nodes, acc_latency: 16 B 1.5 -> 0.30
- * us, 64 B 1.69 -> 0.49 us). An MPI_Accumulate does so only as the first small operation
- * since a flush: the ones after it are aggregated for the agent, which costs less per call
- * (64 per flush, 32 B: 0.23 us each, 0.43 on the origin-side path). Types without a CPU
- * atomic (pairs, long double, complex) go to the agent at any count: their origin-side path
- * moves every piece apart (MPI_SHORT_INT MAXLOC, 8 elements: 2.6-4.1 us, 1.3-2.7 through the
- * agent, MPICH 1.7-4.0). */
-#define ACC_MAPPED_MAX 8
-
-static int acc_mapped_small(const acc_op_t *a)
-{
-    return a->win->targets[a->trank].nm.data_mapped && a->nelem <= ACC_MAPPED_MAX &&
-           a->akind != RMA_AK_LOCKED &&
-           (a->kind != RMA_ACC || rma_hx_agg_first(a->win, a->trank, a->nelem * a->esize));
 }
 
 /* The call is one element that one CPU or network atomic updates (off node, a 1/2-byte
@@ -1053,7 +1051,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                  void *result, MPI_Aint rcount, MPI_Datatype rtype, const void *compare, int trank,
                  MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, MPI_Op op, const char *func)
 {
-    int opi = rma_acc_op_index(op), fetch = kind != RMA_ACC, cls, rc, mapped = 0;
+    int opi = rma_acc_op_index(op), fetch = kind != RMA_ACC, cls, rc;
     stripe_set_t set;
     MPI_Aint obytes = 0, rbytes = 0, tbytes;
     acc_op_t *a, abuf;
@@ -1137,12 +1135,12 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                        : fetch && rma_buf_missing(result, rcount, rtype) ? "result"
                                                                          : "origin");
 
-    rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
+    rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, 1, &a->span, func);
     if (rc == MPI_SUCCESS && a->span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE &&
         win->targets[trank].local) {
         rma_expose_refresh(win, trank); /* its owner may have moved it since */
         if (win->targets[trank].map_local != NULL)
-            rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
+            rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, 1, &a->span, func);
     }
     if (rc == MPI_SUCCESS &&
         (win->acc_mode == RMA_ACC_MODE_ATOMIC || win->acc_mode == RMA_ACC_MODE_NET) &&
@@ -1212,14 +1210,14 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * alignment (doc/atomicity.md). A call is atomic as a whole: unless it is one element
      * that one CPU atomic updates, it holds the stripes of its whole target buffer, and
      * still updates each element with that element's mechanism, so that one-element calls
-     * taking no stripe stay atomic with respect to it. */
+     * taking no stripe stay atomic with respect to it. An off-node target whose window
+     * memory UCX maps here (nm.data_map) is updated through that mapping exactly as on
+     * its node: no request to its agent. */
     if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0 &&
-        serve_known(a->basic, opi)) {
-        mapped = acc_mapped_small(a);
-        if (!mapped && (!acc_single_atomic(a, ttype) || !amo_direct(&win->targets[trank].nm)) &&
-            (rc = acc_hx(a)) != -ENOSPC)
-            goto done;
-    }
+        win->targets[trank].nm.data_map == NULL && serve_known(a->basic, opi) &&
+        (!acc_single_atomic(a, ttype) || !amo_direct(&win->targets[trank].nm)) &&
+        (rc = acc_hx(a)) != -ENOSPC)
+        goto done;
     rc = 0;
     /* what this origin sent to the target's agent or holds for it takes effect first */
     if (!win->targets[trank].local && rma_hx_in_flight(&win->targets[trank].nm) &&
@@ -1248,8 +1246,6 @@ done:
         if (rc == 0)
             rc = urc;
     }
-    if (mapped && kind == RMA_ACC) /* its own flushes do not make the next one go alone too */
-        rma_hx_agg_primed(&win->targets[trank].nm);
     if (a->mv.ncma > 0 && win->targets[trank].local) /* as Put/Get: CMA counts to a move */
         rma_expose_note(win, trank, a->mv.cma_addr, bytes, a->mv.cma_region);
     if (rc == 0 && rpk != NULL)

@@ -685,21 +685,6 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
     return 0;
 }
 
-int rma_hx_agg_first(rma_win_t *win, int trank, size_t n)
-{
-    rma_hx_agg_t *a;
-    int rc = agg_open(win, trank, 1, n, &a);
-
-    if (rc == 0)
-        agg_unlock(a);
-    return rc != 0;
-}
-
-void rma_hx_agg_primed(rma_nm_tgt_t *nm)
-{
-    atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
-}
-
 int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;

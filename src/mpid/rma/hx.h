@@ -150,15 +150,6 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
 typedef struct rma_hx_agg rma_hx_agg_t;
 int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, size_t n);
 
-/* 1 when an operation of n bytes to target trank would go on its own, not held back: the
- * first small one since a flush (it counts as such from here on), a large one, or any with
- * aggregation off; 0 when it would be held back. */
-int rma_hx_agg_first(rma_win_t *win, int trank, size_t n);
-
-/* The operation that went on its own flushed its target itself: the next small one is
- * still held back (as after rma_hx_agg_first). */
-void rma_hx_agg_primed(rma_nm_tgt_t *nm);
-
 /* Small gets are held back too, apart from the request being filled, where UCX emulates
  * RMA with active messages (nm->am_rma: tcp alone) and inside a lazy lock's epoch, and
  * sent as one request per

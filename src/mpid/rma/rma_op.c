@@ -86,7 +86,7 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
             if (rma_hx_add(mv->hx, ta, buf, n) != 0)
                 return mv->err = -ENOMEM;
         } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->win->targets[mv->trank].local &&
-                   !mv->win->targets[mv->trank].nm.data_mapped &&
+                   !mv->win->targets[mv->trank].nm.data_map &&
                    !mv->win->targets[mv->trank].nm.dev_rma) {
             if (mover_rndv(mv, ta, buf, n) != 0)
                 return mv->err;
@@ -202,8 +202,21 @@ static int resolve_dynamic(rma_win_t *win, int trank, uintptr_t lo, uintptr_t hi
     return MPI_SUCCESS;
 }
 
+/* The span's one map: target bytes [base, base + len) mapped here at local; out->local as
+ * well when the span's bytes [lo, hi) from out->taddr lie inside. */
+static void span_map(const rma_win_t *win, rma_tspan_t *out, uintptr_t base, size_t len,
+                     char *local, MPI_Aint lo, MPI_Aint hi)
+{
+    out->nmaps = 1;
+    out->maps[0] = (rma_dyn_hit_t){
+        base, base + len, local,
+        win->acc_mode == RMA_ACC_MODE_ATOMIC || win->acc_mode == RMA_ACC_MODE_NET, NULL};
+    if (out->taddr + (uintptr_t)lo >= base && out->taddr + (uintptr_t)hi <= base + len)
+        out->local = local + (out->taddr - base);
+}
+
 int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_t *td,
-                       MPI_Aint tcount, rma_tspan_t *out, const char *func)
+                       MPI_Aint tcount, int net_map, rma_tspan_t *out, const char *func)
 {
     MPI_Aint lo, hi, off;
     rma_target_t *tg;
@@ -244,15 +257,10 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
                        (long)tdisp, tg->disp_unit, (long)lo, (long)hi, (long)tg->size, trank);
     out->taddr = tg->remote_base + (uintptr_t)off;
     out->region = (size_t)tg->size;
-    if (tg->map_local != NULL) {
-        out->nmaps = 1;
-        out->maps[0] = (rma_dyn_hit_t){
-            tg->map_lo, tg->map_lo + tg->map_len, tg->map_local,
-            win->acc_mode == RMA_ACC_MODE_ATOMIC || win->acc_mode == RMA_ACC_MODE_NET, NULL};
-        if (out->taddr + (uintptr_t)lo >= tg->map_lo &&
-            out->taddr + (uintptr_t)hi <= tg->map_lo + tg->map_len)
-            out->local = tg->map_local + (out->taddr - tg->map_lo);
-    }
+    if (tg->map_local != NULL)
+        span_map(win, out, tg->map_lo, tg->map_len, tg->map_local, lo, hi);
+    else if (net_map && !tg->local && tg->nm.data_map != NULL)
+        span_map(win, out, tg->remote_base, (size_t)tg->size, tg->nm.data_map, lo, hi);
     return MPI_SUCCESS;
 }
 
@@ -282,13 +290,13 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     if (__builtin_mul_overflow(ocount, od->size, &obytes) ||
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
-    rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
+    rc = rma_target_resolve(win, trank, tdisp, td, tcount, 0, &span, func);
     if (rc == MPI_SUCCESS && span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE &&
         win->targets[trank].local) {
         /* the target's owner may have moved its memory since: map it, and resolve again */
         rma_expose_refresh(win, trank);
         if (win->targets[trank].map_local != NULL)
-            rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
+            rc = rma_target_resolve(win, trank, tdisp, td, tcount, 0, &span, func);
     }
     if (rc == MPI_SUCCESS && obytes != tbytes)
         rc = rma_err(win, func, MPI_ERR_TYPE,
@@ -322,7 +330,7 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
                          .liov = x.liov,
                          .riov = x.riov};
     if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0 &&
-        !win->targets[trank].nm.data_mapped) {
+        !win->targets[trank].nm.data_map) {
         x.hx = (rma_hx_t){.win = win, .trank = trank, .write = kind == RMA_PUT};
         x.mv.hx = &x.hx;
     }

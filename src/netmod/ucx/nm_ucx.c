@@ -909,11 +909,11 @@ static void ucx_key_close(void *key)
         ucp_rkey_destroy(key);
 }
 
-static int ucx_key_mapped(void *key, uint64_t raddr)
+static void *ucx_key_ptr(void *key, uint64_t raddr)
 {
     void *p;
 
-    return key != NULL && ucp_rkey_ptr(key, raddr, &p) == UCS_OK;
+    return key != NULL && ucp_rkey_ptr(key, raddr, &p) == UCS_OK ? p : NULL;
 }
 
 /* ------------------------------------------------------------------ the ops table */
@@ -1160,7 +1160,7 @@ static const rma_netmod_ops_t ucx_ops = {
     .am_send = ucx_am_send,
     .key_open = ucx_key_open,
     .key_close = ucx_key_close,
-    .key_mapped = ucx_key_mapped,
+    .key_ptr = ucx_key_ptr,
 };
 
 /* ------------------------------------------------------------------ information, teardown */
