@@ -934,7 +934,9 @@ static int stripe_hold(acc_op_t *a, stripe_set_t *set)
     void *mark[2] = {a, set};
 
     memset(set, 0, sizeof(*set));
-    if (rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_mark, mark) != 0)
+    if (a->td == a->bd) /* an array of the basic type: its holes add no span to mark */
+        stripe_mark(set, a->trank, a->key0, (size_t)(a->nelem * a->bd->extent));
+    else if (rma_dtl_walk_pairs(a->td, a->tcount, a->bd, a->nelem, acc_piece_mark, mark) != 0)
         return -1;
     if ((a->mv.err = stripe_lock_set(a->win, a->trank, set, &a->seen)) != 0)
         return a->mv.err;
@@ -951,6 +953,16 @@ static int acc_packed(acc_op_t *a)
     char *old, *upd;
     int write = a->op != RMA_OP_NO_OP, rc, same = 1;
 
+    if (a->span.local != NULL && a->td == a->bd && write && a->kind != RMA_CAS &&
+        a->op != RMA_OP_REPLACE && rma_acc_locked_known(a->basic, a->op)) {
+        /* an array of the basic type mapped here: in place, as the target's agent does (the
+         * kernels write data bytes only, a pair type's holes and padding keep theirs;
+         * MPI_REPLACE below copies data bytes only too) */
+        if (a->rpk != NULL)
+            memcpy(a->rpk, a->span.local, bytes);
+        return rma_acc_locked_apply(a->basic, a->op, a->span.local, a->opk, (size_t)a->nelem,
+                                    (size_t)a->bd->extent) != 0;
+    }
     if (scratch_get(a, bytes, &old, &upd) != 0)
         return -12; /* -ENOMEM */
     if (write)
