@@ -17,7 +17,8 @@ const char *RMAX_Version(void);
 enum {
     RMAX_PATH_DIRECT = 1, /* load/store on memory mapped in this process */
     RMAX_PATH_CMA = 2,    /* cross-memory attach (process_vm_readv/writev) */
-    RMAX_PATH_NETMOD = 3, /* network transport */
+    RMAX_PATH_NETMOD = 3, /* network transport (also memory its shared-memory transports
+                             map here, which librma then reaches with load/store) */
 };
 
 /* The path an operation on [disp, disp+len) bytes of `target` takes (disp in disp_units;

@@ -126,13 +126,13 @@ static inline void rma_tspan_done(rma_tspan_t *sp)
 }
 
 /* Checks rank, access epoch and that `tcount` elements of layout `td` at displacement
- * `tdisp` lie inside the target window (or an attached region), and says where they are.
- * net_map: an off-node target's window memory that UCX maps here (nm.data_map) counts as
- * mapped (accumulates, which then work as on the target's node; puts and gets keep UCX's
- * own calls, which track their completion and order). MPI_SUCCESS, or the error raised on the window (MPI_ERR_RANK, MPI_ERR_RMA_SYNC,
+ * `tdisp` lie inside the target window (or an attached region), and says where they are:
+ * memory of a same-node target mapped here, or an off-node target's window memory that
+ * UCX maps here (nm.data_map; reached out of line only: its accumulates take the stripes
+ * of the target's node, not the inline path's). MPI_SUCCESS, or the error raised on the window (MPI_ERR_RANK, MPI_ERR_RMA_SYNC,
  * MPI_ERR_RMA_RANGE). The caller handles MPI_PROC_NULL first. */
 int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const struct rma_dtl *td,
-                       MPI_Aint tcount, int net_map, rma_tspan_t *out, const char *func);
+                       MPI_Aint tcount, rma_tspan_t *out, const char *func);
 
 /* General Put/Get: validates everything, raises errors on the window. */
 int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,

@@ -216,7 +216,7 @@ static void span_map(const rma_win_t *win, rma_tspan_t *out, uintptr_t base, siz
 }
 
 int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_t *td,
-                       MPI_Aint tcount, int net_map, rma_tspan_t *out, const char *func)
+                       MPI_Aint tcount, rma_tspan_t *out, const char *func)
 {
     MPI_Aint lo, hi, off;
     rma_target_t *tg;
@@ -259,7 +259,7 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
     out->region = (size_t)tg->size;
     if (tg->map_local != NULL)
         span_map(win, out, tg->map_lo, tg->map_len, tg->map_local, lo, hi);
-    else if (net_map && !tg->local && tg->nm.data_map != NULL)
+    else if (!tg->local && tg->nm.data_map != NULL)
         span_map(win, out, tg->remote_base, (size_t)tg->size, tg->nm.data_map, lo, hi);
     return MPI_SUCCESS;
 }
@@ -290,13 +290,13 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     if (__builtin_mul_overflow(ocount, od->size, &obytes) ||
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
-    rc = rma_target_resolve(win, trank, tdisp, td, tcount, 0, &span, func);
+    rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
     if (rc == MPI_SUCCESS && span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE &&
         win->targets[trank].local) {
         /* the target's owner may have moved its memory since: map it, and resolve again */
         rma_expose_refresh(win, trank);
         if (win->targets[trank].map_local != NULL)
-            rc = rma_target_resolve(win, trank, tdisp, td, tcount, 0, &span, func);
+            rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
     }
     if (rc == MPI_SUCCESS && obytes != tbytes)
         rc = rma_err(win, func, MPI_ERR_TYPE,
