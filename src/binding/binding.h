@@ -34,4 +34,9 @@
 /* Starts librma's process-wide state once (environment, transports). */
 void rma_init_once(void);
 
+/* MPI_Barrier's own duplicate of MPI_COMM_WORLD (barrier.c): made in MPI_Init (collective),
+ * freed in MPI_Finalize before PMPI_Finalize. */
+void rma_barrier_init(void);
+void rma_barrier_finalize(void);
+
 #endif

@@ -39,6 +39,7 @@ int MPI_Init(int *argc, char ***argv)
     if (rc == MPI_SUCCESS) {
         rma_init_once();
         rma_locality_init();
+        rma_barrier_init();
     }
     return rc;
 }
@@ -49,6 +50,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     if (rc == MPI_SUCCESS) {
         rma_init_once();
         rma_locality_init();
+        rma_barrier_init();
     }
     return rc;
 }
@@ -61,6 +63,7 @@ int MPI_Finalize(void)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
     if (rma_net != NULL)
         rma_net->finalize(); /* collective when any process started it */
+    rma_barrier_finalize();
     rma_agent_stop();
     rma_dtl_finalize();
     rma_seg_finalize();

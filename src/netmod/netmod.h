@@ -436,11 +436,11 @@ typedef struct rma_netmod {
     /* Returns once no request handler is running: after a window left the handle table, no
      * handler still uses it, so it may be freed. Not from inside a handler. */
     void (*quiesce)(void);
-    /* MPI_Barrier on comm as a barrier of nonblocking messages that, once the transport
-     * started, serves peers' operations while it waits; spinning then yielding, never
-     * sleeping. Called on every rank whether it started the transport or not. The MPI
-     * error code. */
-    int (*barrier)(MPI_Comm comm);
+    /* Waits for n (at most 2) MPI requests that the calls returning rc started (a
+     * barrier's, binding/barrier.c), serving peers' operations meanwhile once the
+     * transport started; spinning then yielding, never sleeping. Works whether or not
+     * this process started the transport. The MPI error code: rc's, or the test's. */
+    int (*wait_all)(int rc, int n, MPI_Request *reqs);
     /* fn is called whenever the peers' operations have been served, to serve requests a
      * handler left for later; it returns how many are left (the agent does not sleep while
      * some are). */

@@ -165,7 +165,8 @@ static void ucx_quiesce(void)
 
 /* Waits for n (at most 2) MPI requests (rc: the calls that started them) while serving
  * peers' operations, when UCX runs, and watching for dead peers; spins then yields, never
- * sleeps: a collective's latency is not to suffer. The MPI error code. */
+ * sleeps: a collective's latency is not to suffer. The MPI error code (netmod.h
+ * wait_all). */
 static int serve_all(int rc, int n, MPI_Request *reqs)
 {
     int done = 0, spins = 0, busy = 0, got;
@@ -203,68 +204,9 @@ static int serve_until(int rc, MPI_Request *req)
     return serve_all(rc, 1, req);
 }
 
-/* A barrier's own communicator: a duplicate of the user's, made at its first barrier (every
- * rank calls it there) and kept as an attribute of it, so that the barrier's messages never
- * meet the user's; freed with it. */
-static int bar_keyval = MPI_KEYVAL_INVALID;
-static pthread_once_t bar_once = PTHREAD_ONCE_INIT;
-
-static int bar_comm_free(MPI_Comm comm, int keyval, void *val, void *extra)
+static int ucx_wait_all(int rc, int n, MPI_Request *reqs)
 {
-    MPI_Comm *dup = val;
-
-    (void)comm, (void)keyval, (void)extra;
-    PMPI_Comm_free(dup);
-    free(dup);
-    return MPI_SUCCESS;
-}
-
-static void bar_keyval_create(void)
-{
-    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, bar_comm_free, &bar_keyval, NULL);
-}
-
-/* A dissemination barrier on point-to-point messages (in round k each rank tells the rank
- * 2^k after it and waits for the one 2^k before it), whose waits serve peers: MPICH's
- * MPI_Ibarrier, which the test loop drives, costs twice its MPI_Barrier (two simulated nodes
- * of one rank, idle: 0.59-0.64 us against 0.25-0.34). Intercommunicators, whose barrier
- * joins two groups, take MPI_Ibarrier; MPI_COMM_NULL gets MPICH's own error. */
-static int ucx_barrier(MPI_Comm comm)
-{
-    MPI_Comm *dup = NULL;
-    MPI_Request req[2];
-    int rank, size, inter = 0, found = 0, rc;
-
-    if (comm == MPI_COMM_NULL)
-        return PMPI_Barrier(comm);
-    if ((rc = PMPI_Comm_test_inter(comm, &inter)) != MPI_SUCCESS)
-        return rc;
-    if (inter)
-        return serve_until(PMPI_Ibarrier(comm, &req[0]), &req[0]);
-    pthread_once(&bar_once, bar_keyval_create);
-    if ((rc = PMPI_Comm_get_attr(comm, bar_keyval, &dup, &found)) != MPI_SUCCESS)
-        return rc;
-    if (!found) {
-        if ((dup = malloc(sizeof(*dup))) == NULL)
-            return MPI_ERR_NO_MEM;
-        /* nonblocking, so that it serves too: a peer finishing its connections at
-         * MPI_Finalize waits for this process's worker (RMA_AGENT=off: nobody else drives
-         * it) */
-        if ((rc = serve_until(PMPI_Comm_idup(comm, dup, &req[0]), &req[0])) != MPI_SUCCESS ||
-            (rc = PMPI_Comm_set_attr(comm, bar_keyval, dup)) != MPI_SUCCESS) {
-            free(dup);
-            return rc;
-        }
-    }
-    PMPI_Comm_rank(*dup, &rank);
-    PMPI_Comm_size(*dup, &size);
-    for (int d = 1, k = 0; d < size && rc == MPI_SUCCESS; d <<= 1, k++) {
-        rc = PMPI_Irecv(NULL, 0, MPI_BYTE, (rank - d + size) % size, k, *dup, &req[0]);
-        if (rc == MPI_SUCCESS)
-            rc = serve_all(PMPI_Isend(NULL, 0, MPI_BYTE, (rank + d) % size, k, *dup, &req[1]), 2,
-                           req);
-    }
-    return rc;
+    return serve_all(rc, n, reqs);
 }
 
 static void ucx_wait_zero(_Atomic int *count)
@@ -708,7 +650,7 @@ static int ucx_has_ep(int w)
 /* What ep's lanes promise (lanes.h reads the table ucp_ep_print_info prints).
  *  - dev_amo: one of its atomic lanes is a network device's: its atomics on registered
  *    memory complete without the target's CPU. The shared-memory transports' atomic lanes
- *    reach only memory UCX allocated (ucx_key_mapped tells that apart); without an
+ *    reach only memory UCX allocated (ucx_key_ptr tells that apart); without an
  *    atomic lane (tcp) UCX emulates atomics with active messages the target's worker serves.
  *  - dev_rma: the same for puts and gets: large pieces then go by RDMA, not as a rendezvous
  *    through the target's agent (RMA_RNDV), which pays only where UCX emulates RMA on
@@ -1327,7 +1269,10 @@ static void ucx_finalize(void)
     }
     /* the same barrier on every rank (a blocking barrier does not match a nonblocking one);
      * ours serves the others while they close (RMA_AGENT=off: nobody else drives it) */
-    ucx_barrier(MPI_COMM_WORLD);
+    {
+        MPI_Request req;
+        serve_until(PMPI_Ibarrier(MPI_COMM_WORLD, &req), &req);
+    }
     if (!mine)
         return;
     rma_net_unserved = 0;
@@ -1369,7 +1314,7 @@ const rma_netmod_t rma_nm_ucx = {
     .progress = ucx_progress,
     .wait_zero = ucx_wait_zero,
     .quiesce = ucx_quiesce,
-    .barrier = ucx_barrier,
+    .wait_all = ucx_wait_all,
     .set_idle = ucx_set_idle,
     .set_drain = ucx_set_drain,
     .print = ucx_print,
