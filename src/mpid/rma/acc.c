@@ -268,7 +268,7 @@ static int stripe_lock(rma_win_t *win, int trank, unsigned s, uint32_t *mark)
     int rc;
 
     if (w != NULL) {
-        /* the holder may be off node, its release a network operation on this node */
+        /* the holder may be off node, its release a network operation on this word */
         while (!stripe_take(w, me, mark)) {
             rma_ctl_progress(win);
             rma_backoff(&bo);
@@ -958,8 +958,8 @@ static int acc_packed(acc_op_t *a)
         /* an array of the basic type mapped here: in place, as the target's agent does (the
          * kernels write data bytes only, a pair type's holes and padding keep theirs;
          * MPI_REPLACE below copies data bytes only too) */
-        if (a->rpk != NULL)
-            memcpy(a->rpk, a->span.local, bytes);
+        if (a->rpk != NULL) /* the last element's padding is not the target's to read */
+            memcpy(a->rpk, a->span.local, bytes - (size_t)(a->bd->extent - a->bd->true_extent));
         return rma_acc_locked_apply(a->basic, a->op, a->span.local, a->opk, (size_t)a->nelem,
                                     (size_t)a->bd->extent) != 0;
     }
