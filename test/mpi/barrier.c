@@ -27,6 +27,23 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* One barrier on comm, entered 100 ms late when `late`: the time this rank left it; in
+ * *late_entered, when the late rank (root in bc) entered it. */
+static double late_barrier(MPI_Comm comm, int late, MPI_Comm bc, int root, double *late_entered)
+{
+    double left;
+
+    if (late) {
+        struct timespec d = {0, 100 * 1000 * 1000};
+        nanosleep(&d, NULL);
+    }
+    *late_entered = now();
+    MPI_OK(MPI_Barrier(comm));
+    left = now();
+    MPI_OK(MPI_Bcast(late_entered, 1, MPI_DOUBLE, root, bc));
+    return left;
+}
+
 /* rank `late` enters 100 ms after the others: every rank must leave after it entered */
 static void check_waits(MPI_Comm comm, const char *what)
 {
@@ -35,17 +52,9 @@ static void check_waits(MPI_Comm comm, const char *what)
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     for (int late = 0; late < size; late++) {
-        double entered, left, late_entered;
+        double late_entered, left;
         MPI_OK(MPI_Barrier(comm));
-        if (rank == late) {
-            struct timespec d = {0, 100 * 1000 * 1000};
-            nanosleep(&d, NULL);
-        }
-        entered = now();
-        MPI_OK(MPI_Barrier(comm));
-        left = now();
-        late_entered = entered;
-        MPI_OK(MPI_Bcast(&late_entered, 1, MPI_DOUBLE, late, comm));
+        left = late_barrier(comm, rank == late, comm, late, &late_entered);
         CHECK(left >= late_entered, "%s: rank %d left the barrier %.3f ms before rank %d entered",
               what, rank, (late_entered - left) * 1e3, late);
     }
@@ -127,16 +136,8 @@ int main(int argc, char **argv)
 
     if (nprocs >= 2) { /* the even and the odd ranks, joined */
         MPI_OK(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 7, &inter));
-        double entered, left, late_entered;
-        if (rank == 1) {
-            struct timespec d = {0, 100 * 1000 * 1000};
-            nanosleep(&d, NULL);
-        }
-        entered = now();
-        MPI_OK(MPI_Barrier(inter));
-        left = now();
-        late_entered = entered;
-        MPI_OK(MPI_Bcast(&late_entered, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD));
+        double late_entered,
+            left = late_barrier(inter, rank == 1, MPI_COMM_WORLD, 1, &late_entered);
         /* the other group waits for every rank of this one; its own group need not */
         CHECK(rank % 2 == 1 || left >= late_entered,
               "intercommunicator: rank %d left %.3f ms before rank 1 entered", rank,
