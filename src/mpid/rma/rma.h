@@ -128,9 +128,11 @@ static inline void rma_tspan_done(rma_tspan_t *sp)
 /* Checks rank, access epoch and that `tcount` elements of layout `td` at displacement
  * `tdisp` lie inside the target window (or an attached region), and says where they are:
  * memory of a same-node target mapped here, or an off-node target's window memory that
- * UCX maps here (nm.data_map; reached out of line only: its accumulates take the stripes
- * of the target's node, not the inline path's). MPI_SUCCESS, or the error raised on the window (MPI_ERR_RANK, MPI_ERR_RMA_SYNC,
- * MPI_ERR_RMA_RANGE). The caller handles MPI_PROC_NULL first. */
+ * UCX maps here (nm.data_map, which then covers every span: its pieces never reach the
+ * transport, the host-assisted or the rendezvous path; mapped out of line only, since its
+ * accumulates take the stripes of the target's node, not the inline path's). MPI_SUCCESS,
+ * or the error raised on the window (MPI_ERR_RANK, MPI_ERR_RMA_SYNC, MPI_ERR_RMA_RANGE).
+ * The caller handles MPI_PROC_NULL first. */
 int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const struct rma_dtl *td,
                        MPI_Aint tcount, rma_tspan_t *out, const char *func);
 

@@ -86,7 +86,6 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
             if (rma_hx_add(mv->hx, ta, buf, n) != 0)
                 return mv->err = -ENOMEM;
         } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->win->targets[mv->trank].local &&
-                   !mv->win->targets[mv->trank].nm.data_map &&
                    !mv->win->targets[mv->trank].nm.dev_rma) {
             if (mover_rndv(mv, ta, buf, n) != 0)
                 return mv->err;
@@ -329,8 +328,7 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
                          .max_iov = (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024),
                          .liov = x.liov,
                          .riov = x.riov};
-    if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0 &&
-        !win->targets[trank].nm.data_map) {
+    if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0) {
         x.hx = (rma_hx_t){.win = win, .trank = trank, .write = kind == RMA_PUT};
         x.mv.hx = &x.hx;
     }

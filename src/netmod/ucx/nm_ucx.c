@@ -167,7 +167,7 @@ static void ucx_quiesce(void)
  * peers' operations, when UCX runs, and watching for dead peers; spins then yields, never
  * sleeps: a collective's latency is not to suffer. The MPI error code (netmod.h
  * wait_all). */
-static int serve_all(int rc, int n, MPI_Request *reqs)
+static int ucx_wait_all(int rc, int n, MPI_Request *reqs)
 {
     int done = 0, spins = 0, busy = 0, got;
     unsigned turns = 0;
@@ -201,12 +201,7 @@ static int serve_all(int rc, int n, MPI_Request *reqs)
 
 static int serve_until(int rc, MPI_Request *req)
 {
-    return serve_all(rc, 1, req);
-}
-
-static int ucx_wait_all(int rc, int n, MPI_Request *reqs)
-{
-    return serve_all(rc, n, reqs);
+    return ucx_wait_all(rc, 1, req);
 }
 
 static void ucx_wait_zero(_Atomic int *count)
@@ -1269,10 +1264,7 @@ static void ucx_finalize(void)
     }
     /* the same barrier on every rank (a blocking barrier does not match a nonblocking one);
      * ours serves the others while they close (RMA_AGENT=off: nobody else drives it) */
-    {
-        MPI_Request req;
-        serve_until(PMPI_Ibarrier(MPI_COMM_WORLD, &req), &req);
-    }
+    serve_until(PMPI_Ibarrier(MPI_COMM_WORLD, &req), &req);
     if (!mine)
         return;
     rma_net_unserved = 0;
