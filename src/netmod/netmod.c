@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef HAVE_UCX
 extern const rma_netmod_t rma_nm_ucx;
@@ -19,9 +20,28 @@ int rma_net_unserved;
 
 void rma_net_mem_free(void *m)
 {
-    if (m != NULL)
-        rma_net->unexpose(m);
-    free(m);
+    rma_nm_mem_t *mem = m;
+
+    if (mem != NULL && mem->handle == NULL && mem->addr == NULL)
+        free(mem->blob); /* a view (or an exposure that never happened: NULL) */
+    else if (mem != NULL)
+        rma_net->unexpose(mem);
+    free(mem);
+}
+
+rma_nm_mem_t *rma_net_mem_view(const rma_nm_mem_t *of)
+{
+    rma_nm_mem_t *v = calloc(1, sizeof(*v));
+
+    if (v != NULL && (v->blob = malloc(of->blob_len)) == NULL) {
+        free(v);
+        return NULL;
+    }
+    if (v != NULL) {
+        memcpy(v->blob, of->blob, of->blob_len);
+        v->blob_len = of->blob_len;
+    }
+    return v;
 }
 
 /* ------------------------------------------------------------------ held operations */

@@ -460,8 +460,13 @@ typedef struct rma_netmod {
 extern const rma_netmod_t *const rma_net;
 
 /* Undoes an exposure (rma_net->expose or expose_alloc into a calloc'ed rma_nm_mem_t) and
- * frees it; NULL does nothing. */
+ * frees it, or frees a view; NULL does nothing. */
 void rma_net_mem_free(void *m);
+
+/* A view of the exposure `of`: a copy of its key blob (handle NULL) for a window that sends
+ * it to peers for memory inside of's (a region attached in an MPI_Alloc_mem block from the
+ * transport, windows/memreg.h), and that may outlive of. NULL without memory. */
+rma_nm_mem_t *rma_net_mem_view(const rma_nm_mem_t *of);
 
 /* The transport to other nodes runs in this process. */
 static inline int rma_net_started(void)

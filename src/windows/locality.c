@@ -84,6 +84,20 @@ int rma_locality(MPI_Comm comm, MPI_Group group, int n, int real, int *world, in
     return 0;
 }
 
+int rma_locality_alone(void)
+{
+    int me, others = 0;
+
+    if (world_node == NULL || world_size < 2)
+        return 0;
+    if (rma_env.netmod_only)
+        return 1;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &me);
+    for (int i = 0; i < world_size; i++)
+        others += i != me && world_node[i] == world_node[me];
+    return others == 0;
+}
+
 int rma_locality_cpus(void *used, size_t len, int *rank)
 {
     if (node_rank < 0 || len < sizeof(node_used))

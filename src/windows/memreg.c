@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
+#include "netmod/netmod.h"
 #include "windows/lwtable.h"
 #include "windows/segment.h"
+#include "windows/win.h"
 
 static pthread_mutex_t memreg_lock = PTHREAD_MUTEX_INITIALIZER;
 static rma_lwt_t memreg_table;
@@ -113,7 +115,7 @@ static int reg_init(rma_memreg_t *reg, uintptr_t base, size_t len, int fd, int k
 {
     struct stat st;
 
-    if (fstat(fd, &st) == 0)
+    if (fd >= 0 && fstat(fd, &st) == 0)
         reg->ino = (uint64_t)st.st_ino;
     reg->base = base;
     reg->len = len;
@@ -135,11 +137,15 @@ static rma_memreg_t *reg_new(uintptr_t base, size_t len, int fd, int kind)
     return reg;
 }
 
-/* Removes a registration (memreg_lock held). The memory stays mapped. */
+/* Removes a registration (memreg_lock held). The memory stays mapped, a block from the
+ * transport too (its exposure is dropped unseen: this is MPI_Finalize's, after the
+ * transport's own end). */
 static void reg_remove(rma_memreg_t *reg)
 {
     rma_lwt_remove(&memreg_table, reg->base);
-    close(reg->fd);
+    if (reg->fd >= 0)
+        close(reg->fd);
+    free(reg->net);
     free(reg);
 }
 
@@ -155,11 +161,47 @@ static void reg_drop(rma_memreg_t *reg)
     reg_remove(reg);
 }
 
+/* A block from the transport to other nodes, for a process alone on its node; NULL when
+ * that is not the case or the transport cannot (librma's own segment then does). */
+static void *net_alloc(size_t size)
+{
+    const char *why;
+    rma_nm_mem_t *m;
+    rma_memreg_t *reg;
+    void *addr = NULL;
+
+    if (!rma_env.ucx_alloc || rma_net == NULL || size == 0 || !rma_locality_alone() ||
+        rma_net->start(&why) != 0)
+        return NULL;
+    if ((m = calloc(1, sizeof(*m))) == NULL || (reg = calloc(1, sizeof(*reg))) == NULL) {
+        free(m);
+        return NULL;
+    }
+    if (rma_net->expose_alloc(size, &addr, m) != 0) {
+        free(m), free(reg);
+        return NULL;
+    }
+    reg->net = m;
+    pthread_mutex_lock(&memreg_lock);
+    table_ready();
+    orphans_prune((uintptr_t)addr, (uintptr_t)addr + size);
+    if (reg_init(reg, (uintptr_t)addr, size, -1, RMA_MEMREG_NET) != 0) {
+        pthread_mutex_unlock(&memreg_lock);
+        rma_net_mem_free(m);
+        free(reg);
+        return NULL;
+    }
+    pthread_mutex_unlock(&memreg_lock);
+    return addr;
+}
+
 void *rma_memreg_alloc(size_t size)
 {
-    void *addr = NULL;
+    void *addr = net_alloc(size);
     int fd, rc;
 
+    if (addr != NULL)
+        return addr;
     rc = rma_seg_create(size, NULL, &addr, &fd);
     if (rc != 0) {
         errno = -rc;
@@ -189,9 +231,17 @@ int rma_memreg_free(void *ptr)
     pthread_mutex_lock(&memreg_lock);
     table_ready();
     reg = rma_lwt_find(&memreg_table, (uintptr_t)ptr, 1, &start, NULL);
-    if (reg == NULL || reg->kind != RMA_MEMREG_ALLOC || start != (uintptr_t)ptr) {
+    if (reg == NULL || (reg->kind != RMA_MEMREG_ALLOC && reg->kind != RMA_MEMREG_NET) ||
+        start != (uintptr_t)ptr) {
         pthread_mutex_unlock(&memreg_lock);
         return -ENOENT;
+    }
+    if (reg->kind == RMA_MEMREG_NET) { /* no window keeps a reference to it */
+        rma_lwt_remove(&memreg_table, reg->base);
+        pthread_mutex_unlock(&memreg_lock);
+        rma_net_mem_free(reg->net); /* the transport's free, outside the registry's lock */
+        free(reg);
+        return 0;
     }
     /* A window still on this block keeps the segment registered; the pages go away now
      * as MPI_Free_mem promises (using a window on freed memory is erroneous). */
@@ -304,12 +354,28 @@ rma_memreg_t *rma_memreg_expose(void *addr, size_t len)
     /* an orphan of moved pages needs /proc/self/maps to tell whether it is still ours: that
      * is for the agent (rma_memreg_move), never the creating call's path */
     reg = rma_lwt_find(&memreg_table, lo, hi - lo, NULL, NULL);
-    if (reg != NULL && (reg->refcnt > 0 || reg->kind != RMA_MEMREG_REMAP))
+    if (reg != NULL && reg->kind != RMA_MEMREG_NET &&
+        (reg->refcnt > 0 || reg->kind != RMA_MEMREG_REMAP))
         reg->refcnt++;
     else
         reg = NULL;
     pthread_mutex_unlock(&memreg_lock);
     return reg;
+}
+
+const rma_nm_mem_t *rma_memreg_net(const void *addr, size_t len)
+{
+    const rma_memreg_t *reg = NULL;
+
+    if (len == 0)
+        return NULL;
+    pthread_mutex_lock(&memreg_lock);
+    if (memreg_ready)
+        reg = rma_lwt_find(&memreg_table, (uintptr_t)addr, len, NULL, NULL);
+    if (reg != NULL && reg->kind != RMA_MEMREG_NET)
+        reg = NULL;
+    pthread_mutex_unlock(&memreg_lock);
+    return reg != NULL ? reg->net : NULL;
 }
 
 /* ------------------------------------------------------------------ moving pages
@@ -483,6 +549,10 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
     pthread_mutex_lock(&memreg_lock);
     table_ready();
     reg = rma_lwt_find(&memreg_table, lo, hi - lo, NULL, NULL);
+    if (reg != NULL && reg->kind == RMA_MEMREG_NET) {
+        reg = NULL; /* the transport's memory: off-node peers reach it, nobody moves it */
+        goto out;
+    }
     if (reg != NULL &&
         (reg->refcnt > 0 || reg->kind != RMA_MEMREG_REMAP || reg_still_mapped(reg))) {
         reg->refcnt++; /* shared already (an earlier window's pages, revived) */
@@ -522,10 +592,67 @@ void rma_memreg_release(rma_memreg_t *reg)
     pthread_mutex_unlock(&memreg_lock);
 }
 
+/* A block from the transport: its contents into private pages (NULL when there is no
+ * memory for them). Raw system calls, as in privatize. */
+static void *net_copy_aside(const rma_memreg_t *reg)
+{
+    void *tmp = (void *)syscall(SYS_mmap, NULL, reg->len, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (tmp == MAP_FAILED)
+        return NULL;
+    memcpy(tmp, (void *)reg->base, reg->len);
+    return tmp;
+}
+
+static int net_end(uintptr_t base, size_t len, void *value, void *arg)
+{
+    rma_memreg_t *reg = value;
+
+    (void)base, (void)len, (void)arg;
+    if (reg->kind == RMA_MEMREG_NET && reg->net != NULL) {
+        reg->kept = net_copy_aside(reg);
+        rma_net_mem_free(reg->net);
+        reg->net = NULL;
+    }
+    return 0;
+}
+
+void rma_memreg_net_end(void)
+{
+    pthread_mutex_lock(&memreg_lock);
+    if (memreg_ready)
+        rma_lwt_foreach(&memreg_table, net_end, NULL);
+    pthread_mutex_unlock(&memreg_lock);
+}
+
+/* The copy of a block from the transport back at its address, if nothing took the address
+ * meanwhile (the transport's end unmapped the block). */
+static void net_put_back(rma_memreg_t *reg)
+{
+    void *at = (void *)syscall(SYS_mmap, reg->base, reg->len, PROT_NONE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+    if (at != (void *)reg->base) {
+        if (at != MAP_FAILED) /* a kernel without MAP_FIXED_NOREPLACE: it was a hint */
+            syscall(SYS_munmap, at, reg->len);
+        syscall(SYS_munmap, reg->kept, reg->len);
+        return;
+    }
+    if ((void *)syscall(SYS_mremap, reg->kept, reg->len, reg->len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                        reg->base) == MAP_FAILED)
+        syscall(SYS_munmap, reg->kept, reg->len);
+}
+
+/* MPI_Finalize: after the transport's end */
 static void free_reg(void *value)
 {
     rma_memreg_t *reg = value;
-    close(reg->fd);
+    if (reg->fd >= 0)
+        close(reg->fd);
+    if (reg->kept != NULL)
+        net_put_back(reg);
+    free(reg->net);
     free(reg);
 }
 

@@ -9,6 +9,12 @@
  * last window on them is freed (they remain valid memory of the process) and stay
  * registered as orphans that the next window on them revives. A child of fork() gets
  * private copies of every registered range.
+ *
+ * A process alone on its node (every peer off node: rma_locality_alone) takes its
+ * MPI_Alloc_mem blocks from the transport to other nodes instead (RMA_MEMREG_NET,
+ * RMA_ALLOC_UCX): memory that transport reaches without this process's CPU where it can
+ * (UCX maps it into peers of this machine; a NIC's RDMA reaches it registered), so that
+ * create and dynamic windows on such a block get what MPI_Win_allocate windows get.
  */
 #ifndef RMA_MEMREG_H
 #define RMA_MEMREG_H
@@ -16,7 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { RMA_MEMREG_ALLOC = 1, RMA_MEMREG_REMAP = 2 };
+enum { RMA_MEMREG_ALLOC = 1, RMA_MEMREG_REMAP = 2, RMA_MEMREG_NET = 3 };
+
+struct rma_nm_mem;
 
 typedef struct rma_memreg {
     uintptr_t base; /* page aligned */
@@ -27,6 +35,8 @@ typedef struct rma_memreg {
     int refcnt;   /* windows/regions using it (+1 for an MPI_Alloc_mem block); moved
                          * pages stay registered at 0 until found stale */
     int kind;
+    struct rma_nm_mem *net; /* RMA_MEMREG_NET: the transport's allocation (fd is -1) ... */
+    void *kept;             /* ... its contents, copied aside when the transport ended */
 } rma_memreg_t;
 
 /* MPI_Alloc_mem: shared, registered memory. NULL on failure (errno set). */
@@ -35,8 +45,14 @@ void *rma_memreg_alloc(size_t size);
 /* MPI_Free_mem: 0, or -ENOENT when ptr is not a block from rma_memreg_alloc. */
 int rma_memreg_free(void *ptr);
 
+/* The transport's exposure (its key blob) of the MPI_Alloc_mem block from the transport
+ * that holds [addr, addr+len), or NULL. Valid until MPI_Free_mem of the block: a window on
+ * it sends the blob at creation or attach and keeps nothing of it. */
+const struct rma_nm_mem *rma_memreg_net(const void *addr, size_t len);
+
 /* The registered range holding [addr, addr+len), with a reference taken: an MPI_Alloc_mem
- * block or pages a live window had moved. NULL when there is none: peers then reach the
+ * block or pages a live window had moved (never a block from the transport, which peers of
+ * this node cannot map: there are none). NULL when there is none: peers then reach the
  * memory through CMA until rma_memreg_move makes it shared. Cheap (a table lookup): this
  * is on the path of MPI_Win_create and MPI_Win_attach. */
 rma_memreg_t *rma_memreg_expose(void *addr, size_t len);
@@ -64,7 +80,12 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
 /* Drops a reference taken by rma_memreg_expose. */
 void rma_memreg_release(rma_memreg_t *reg);
 
-/* Unregisters everything (MPI_Finalize); memory stays mapped. */
+/* MPI_Finalize, before the transport ends: copies each block from the transport aside and
+ * gives the block back (the transport cannot end while it holds them). */
+void rma_memreg_net_end(void);
+
+/* Unregisters everything (MPI_Finalize, after the transport ended); memory stays mapped:
+ * the copies rma_memreg_net_end made take the blocks' place, at their addresses. */
 void rma_memreg_finalize(void);
 
 #endif

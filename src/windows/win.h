@@ -398,6 +398,11 @@ void rma_locality_init(void);
  * MPI_COMM_WORLD. Collective over comm only when MPI_Init was not seen. */
 int rma_locality(MPI_Comm comm, MPI_Group group, int n, int real, int *world, int *node);
 
+/* 1 when no other process of MPI_COMM_WORLD is on this process's node and some process is
+ * on another (RMA_NETMOD_ONLY=1: every process is a node): every peer of every window is
+ * then reached through the transport to other nodes. 0 when MPI_Init was not seen. */
+int rma_locality_alone(void);
+
 /* The CPUs the ranks of this node may run on (a cpu_set_t of len bytes, the union of their
  * affinity masks at MPI_Init) and this process's rank among them. 0, or -1 when MPI_Init
  * was not seen. */

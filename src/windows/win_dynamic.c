@@ -47,6 +47,8 @@ typedef struct rma_dyn_cache {
     struct dyn_entry {
         uint64_t base, len;
         void *key;
+        char *map;  /* where UCX maps the region here (an MPI_Alloc_mem block from UCX), or
+                       NULL */
         int atomic; /* elements with a CPU atomic take atomics there (doc/atomicity.md) */
     } * r;
 } rma_dyn_cache_t;
@@ -75,10 +77,16 @@ typedef struct dyn_wait {
     size_t len;
 } dyn_wait_t;
 
+/* The region's exposure: a view of the MPI_Alloc_mem block from the transport that holds
+ * it (peers that UCX lets map it load and store it), else its own registration. */
 static void *dyn_net_map(void *base, size_t len)
 {
-    rma_nm_mem_t *m = calloc(1, sizeof(*m));
+    const rma_nm_mem_t *block = rma_memreg_net(base, len);
+    rma_nm_mem_t *m;
 
+    if (block != NULL)
+        return rma_net_mem_view(block);
+    m = calloc(1, sizeof(*m));
     if (m != NULL && rma_net->expose(base, len, m) != 0) {
         free(m);
         m = NULL;
@@ -198,6 +206,7 @@ static int dcache_fetch(rma_win_t *win, int t)
         c->r[i].len = e.len;
         c->r[i].atomic = (int)e.atomic;
         c->r[i].key = tg->nm.ops->key_open(&tg->nm, w.buf + off);
+        c->r[i].map = tg->nm.ops->key_ptr(c->r[i].key, e.base);
         off += e.key_len;
         c->n++;
     }
@@ -220,9 +229,10 @@ static int dcache_lookup(const rma_dyn_cache_t *c, uintptr_t addr, size_t len, r
     for (int i = 0; i < c->n && at < end; i++) {
         if (c->r[i].base + c->r[i].len <= at || c->r[i].base > at)
             continue;
+        /* a mapped region is accessed as on its node, an atomic one with CPU atomics */
         if (found < max)
-            hits[found] =
-                (rma_dyn_hit_t){c->r[i].base, c->r[i].base + c->r[i].len, NULL, 0, c->r[i].key};
+            hits[found] = (rma_dyn_hit_t){c->r[i].base, c->r[i].base + c->r[i].len, c->r[i].map,
+                                          c->r[i].map != NULL && c->r[i].atomic, c->r[i].key};
         found++;
         at = c->r[i].base + c->r[i].len;
     }
@@ -391,6 +401,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     r.base = lo;
     r.len = (uint64_t)size;
     r.seg_fd = -1;
+    r.atomic = win->net && rma_memreg_net(base, (size_t)size) != NULL; /* the transport's */
     if (reg != NULL) {
         r.seg_id = reg->seg_id;
         r.seg_base = reg->base;
@@ -402,7 +413,8 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
         fprintf(stderr, "librma: MPI_Win_attach window 0x%x: rank %d region [%p, +%ld) %s\n",
                 (unsigned)win->handle, win->rank, base, (long)size,
                 reg != NULL ? "shared (peers load/store it)"
-                            : "reached through cross-memory attach");
+                : r.atomic  ? "UCX's memory (peers UCX maps it into load/store it)"
+                            : "reached through cross-memory attach or UCX");
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_acq_rel);
     pthread_mutex_lock(&win->dyn_mtx);
     rc = n == win->dyn_cap ? tab_grow(win, 2 * win->dyn_cap, n) : 0;

@@ -38,6 +38,9 @@ typedef struct rank_info {
     uint64_t size;
     int32_t disp_unit;
     int32_t pid;
+    int32_t net_mem; /* create flavor: the memory is an MPI_Alloc_mem block from the
+                        transport (a rank alone on its node): every peer takes atomics */
+    int32_t pad;
     rma_seg_desc_t seg; /* create flavor: segment holding the window, fd -1 if none */
     uint64_t seg_base;  /* owner's address of that segment */
     rma_seg_desc_t ctl; /* node leaders, create/dynamic flavors: the control segment */
@@ -390,6 +393,8 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
     int need = 0, rc, *lens = NULL, *displs = NULL, total = 0, bad = -1;
     char *mine = NULL, *every = NULL;
     rma_nm_mem_t *cm = NULL, *dm = NULL;
+    /* the data's exposure: its own (dm), or that of the MPI_Alloc_mem block it lies in */
+    const rma_nm_mem_t *dx = data != NULL && len > 0 ? rma_memreg_net(data, len) : NULL;
 
     if (!win->net)
         return MPI_SUCCESS;
@@ -401,15 +406,15 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
     if (win->net_ctl == NULL) /* else: the segment is UCX's allocation, already mapped */
         win->net_ctl = calloc(1, sizeof(*cm));
     cm = win->net_ctl;
-    if (data != NULL && len > 0)
-        win->net_data = dm = calloc(1, sizeof(*dm));
-    if (rc != MPI_SUCCESS || cm == NULL || (data != NULL && len > 0 && dm == NULL) ||
+    if (data != NULL && len > 0 && dx == NULL)
+        dx = win->net_data = dm = calloc(1, sizeof(*dm));
+    if (rc != MPI_SUCCESS || cm == NULL || (data != NULL && len > 0 && dx == NULL) ||
         (!win->seg_ucx && rma_net->expose(win->seg, win->seg_len, cm) != 0) ||
         (dm != NULL && rma_net->expose(data, len, dm) != 0))
         me.err = 1;
     if (!me.err) {
         me.ctl_len = (uint32_t)cm->blob_len;
-        me.data_len = dm != NULL ? (uint32_t)dm->blob_len : 0;
+        me.data_len = dx != NULL ? (uint32_t)dx->blob_len : 0;
     }
     int mylen = (int)(sizeof(me) + me.ctl_len + me.data_len);
     mine = malloc((size_t)mylen);
@@ -425,7 +430,7 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
         if (me.ctl_len)
             memcpy(mine + sizeof(me), cm->blob, me.ctl_len);
         if (me.data_len)
-            memcpy(mine + sizeof(me) + me.ctl_len, dm->blob, me.data_len);
+            memcpy(mine + sizeof(me) + me.ctl_len, dx->blob, me.data_len);
     }
     if (lens == NULL || displs == NULL) { /* cannot take part: abort rather than hang */
         free(mine), free(lens), free(displs);
@@ -466,10 +471,12 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
                               ? tg->nm.ops->key_open(&tg->nm, (char *)(in + 1) + in->ctl_len)
                               : tg->nm.ctl_key;
         tg->nm.ctl_map = tg->nm.ops->key_ptr(tg->nm.ctl_key, in->ctl_raddr);
-        if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE) {
+        if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE)
             tg->remote_base = (uintptr_t)in->data_raddr;
+        /* allocate windows (their data in the segment or keyed apart), and create windows
+         * on an MPI_Alloc_mem block from UCX */
+        if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE || in->data_len)
             tg->nm.data_map = tg->nm.ops->key_ptr(tg->nm.data_key, in->data_raddr);
-        }
         if (rma_env.verbose >= 2)
             fprintf(stderr,
                     "librma: %s window 0x%x: rank %d reaches rank %d through UCX: control "
@@ -576,6 +583,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     me.size = (uint64_t)size;
     me.disp_unit = disp_unit;
     me.seg.fd = -1;
+    me.net_mem = size > 0 && win->net && rma_memreg_net(base, (size_t)size) != NULL;
     if (size > 0 && win->nranks > 1 && rma_seg_sharing_works())
         win->expose = rma_memreg_expose(base, (size_t)size);
     if (win->expose != NULL) {
@@ -603,7 +611,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
         tg->remote_base = all[t].base;
         tg->size = (MPI_Aint)all[t].size;
         tg->disp_unit = all[t].disp_unit;
-        if (all[t].size > 0 && win->nranks > 1 && all[t].seg.fd < 0)
+        if (all[t].size > 0 && win->nranks > 1 && all[t].seg.fd < 0 && !all[t].net_mem)
             win->acc_mode = RMA_ACC_MODE_LOCKED;
         if (t == win->rank) {
             tg->map_lo = (uintptr_t)base;

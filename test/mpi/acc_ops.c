@@ -18,8 +18,9 @@
 
 #define K 6 /* elements per region */
 
-enum { F_CREATE, F_ALLOCATE, F_SHARED, F_DYNAMIC, NFLAVORS };
-static const char *fname[] = {"create", "allocate", "shared", "dynamic"};
+/* *_AM: on MPI_Alloc_mem memory (under librma, UCX's for a rank alone on its node) */
+enum { F_CREATE, F_ALLOCATE, F_SHARED, F_DYNAMIC, F_CREATE_AM, F_DYNAMIC_AM, NFLAVORS };
+static const char *fname[] = {"create", "allocate", "shared", "dynamic", "create-am", "dynamic-am"};
 enum { S_FENCE, S_PSCW, S_LOCK, S_LOCK_ALL, NSYNCS };
 static const char *sname[] = {"fence", "pscw", "lock", "lock_all+flush"};
 
@@ -295,7 +296,11 @@ static void make_window(win_t *w, int flavor)
     memset(w, 0, sizeof(*w));
     switch (flavor) {
     case F_CREATE:
-        w->mem = malloc(win_bytes);
+    case F_CREATE_AM:
+        if (flavor == F_CREATE)
+            w->mem = malloc(win_bytes);
+        else
+            MPI_OK(MPI_Alloc_mem(win_bytes, MPI_INFO_NULL, &w->mem));
         MPI_OK(MPI_Win_create(w->mem, win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w->win));
         break;
     case F_ALLOCATE:
@@ -305,9 +310,13 @@ static void make_window(win_t *w, int flavor)
         MPI_OK(MPI_Win_allocate_shared(win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w->mem,
                                        &w->win));
         break;
-    case F_DYNAMIC: {
+    case F_DYNAMIC:
+    case F_DYNAMIC_AM: {
         MPI_Aint mine;
-        w->mem = malloc(win_bytes);
+        if (flavor == F_DYNAMIC)
+            w->mem = malloc(win_bytes);
+        else
+            MPI_OK(MPI_Alloc_mem(win_bytes, MPI_INFO_NULL, &w->mem));
         MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w->win));
         MPI_OK(MPI_Win_attach(w->win, w->mem, win_bytes));
         w->addrs = malloc(nprocs * sizeof(MPI_Aint));
@@ -320,11 +329,13 @@ static void make_window(win_t *w, int flavor)
 
 static void free_window(win_t *w, int flavor)
 {
-    if (flavor == F_DYNAMIC)
+    if (flavor == F_DYNAMIC || flavor == F_DYNAMIC_AM)
         MPI_OK(MPI_Win_detach(w->win, w->mem));
     MPI_OK(MPI_Win_free(&w->win));
     if (flavor == F_CREATE || flavor == F_DYNAMIC)
         free(w->mem);
+    else if (flavor == F_CREATE_AM || flavor == F_DYNAMIC_AM)
+        MPI_OK(MPI_Free_mem(w->mem));
     free(w->addrs);
 }
 

@@ -11,6 +11,9 @@
  * ITER (environment, default 30) epochs of each shape per origin. FLAVOR=create makes the
  * window with MPI_Win_create on ordinary memory, which UCX reaches only by emulating RDMA
  * through rank 0's worker: there too the shared lock rides on the epoch's request.
+ * FLAVOR=dynamic-am attaches an MPI_Alloc_mem block to a dynamic window: for a rank 0 alone
+ * on its node UCX's memory, which off-node origins load and store where UCX maps it, while
+ * the shared lock was left for the epoch's request: it must be taken before the first.
  */
 #include "rmatest.h"
 
@@ -31,7 +34,9 @@ static int me, np;
 static MPI_Win win;
 static char *mem;
 static char *large;
-static char *created; /* FLAVOR=create: the window's memory on rank 0 */
+static char *created;  /* FLAVOR=create: the window's memory on rank 0 */
+static char *attached; /* FLAVOR=dynamic-am: the MPI_Alloc_mem block rank 0 attached */
+static MPI_Aint d0;    /* rank 0's displacement of its window's first byte */
 
 static MPI_Aint large_off(int r)
 {
@@ -47,36 +52,36 @@ static int epoch(int s, int i)
     MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
     switch (s) {
     case S_PUT:
-        MPI_OK(MPI_Put(&v, 1, MPI_INT, 0, O_SLOT + me * (int)sizeof(int), 1, MPI_INT, win));
-        MPI_OK(MPI_Put(&v, 1, MPI_INT, 0, O_SLOT + me * (int)sizeof(int), 1, MPI_INT, win));
+        MPI_OK(MPI_Put(&v, 1, MPI_INT, 0, d0 + O_SLOT + me * (int)sizeof(int), 1, MPI_INT, win));
+        MPI_OK(MPI_Put(&v, 1, MPI_INT, 0, d0 + O_SLOT + me * (int)sizeof(int), 1, MPI_INT, win));
         break;
     case S_GET: gets = 1; break;
     case S_PUT_GET:
-        MPI_OK(MPI_Put(&v, 1, MPI_INT, 0, O_SLOT + me * (int)sizeof(int), 1, MPI_INT, win));
+        MPI_OK(MPI_Put(&v, 1, MPI_INT, 0, d0 + O_SLOT + me * (int)sizeof(int), 1, MPI_INT, win));
         gets = 1;
         break;
     case S_FLUSH:
-        MPI_OK(MPI_Put(&v, 1, MPI_INT, 0, O_SLOT + me * (int)sizeof(int), 1, MPI_INT, win));
+        MPI_OK(MPI_Put(&v, 1, MPI_INT, 0, d0 + O_SLOT + me * (int)sizeof(int), 1, MPI_INT, win));
         MPI_OK(MPI_Win_flush(0, win));
         gets = 1;
         break;
     case S_LARGE:
         memset(large, (char)(i + me), LARGE);
-        MPI_OK(MPI_Put(large, LARGE, MPI_BYTE, 0, large_off(me), LARGE, MPI_BYTE, win));
+        MPI_OK(MPI_Put(large, LARGE, MPI_BYTE, 0, d0 + large_off(me), LARGE, MPI_BYTE, win));
         gets = 1;
         break;
     case S_ACC:
-        MPI_OK(MPI_Accumulate(&one, 1, MPI_LONG, 0, O_CNT, 1, MPI_LONG, MPI_SUM, win));
+        MPI_OK(MPI_Accumulate(&one, 1, MPI_LONG, 0, d0 + O_CNT, 1, MPI_LONG, MPI_SUM, win));
         gets = 1;
         break;
     case S_FOP:
-        MPI_OK(MPI_Fetch_and_op(&one, &old, MPI_LONG, 0, O_CNT, MPI_SUM, win));
+        MPI_OK(MPI_Fetch_and_op(&one, &old, MPI_LONG, 0, d0 + O_CNT, MPI_SUM, win));
         gets = 1;
         break;
     default: break;
     }
     if (gets)
-        MPI_OK(MPI_Get(pair, 2, MPI_INT, 0, O_PAIR, 2, MPI_INT, win));
+        MPI_OK(MPI_Get(pair, 2, MPI_INT, 0, d0 + O_PAIR, 2, MPI_INT, win));
     MPI_OK(MPI_Win_unlock(0, win));
     if (s == S_FOP)
         CHECK(old >= 0, "fetch_and_op fetched %ld", old);
@@ -98,6 +103,15 @@ int main(int argc, char **argv)
         MPI_OK(MPI_Win_create(created, me == 0 ? bytes : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
                               &win));
         mem = created;
+    } else if (getenv("FLAVOR") != NULL && strcmp(getenv("FLAVOR"), "dynamic-am") == 0) {
+        MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        if (me == 0) {
+            MPI_OK(MPI_Alloc_mem(bytes, MPI_INFO_NULL, &attached));
+            MPI_OK(MPI_Win_attach(win, attached, bytes));
+            MPI_Get_address(attached, &d0);
+        }
+        MPI_Bcast(&d0, 1, MPI_AINT, 0, MPI_COMM_WORLD);
+        mem = attached;
     } else {
         MPI_OK(
             MPI_Win_allocate(me == 0 ? bytes : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
@@ -112,12 +126,12 @@ int main(int argc, char **argv)
         while (done < np - 1) {
             k++;
             MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
-            MPI_OK(MPI_Put(&k, 1, MPI_INT, 0, O_PAIR, 1, MPI_INT, win));
+            MPI_OK(MPI_Put(&k, 1, MPI_INT, 0, d0 + O_PAIR, 1, MPI_INT, win));
             MPI_OK(MPI_Win_flush(0, win));
             for (volatile int spin = 0; spin < 20000; spin++)
                 ;
-            MPI_OK(MPI_Put(&k, 1, MPI_INT, 0, O_PAIR + (int)sizeof(int), 1, MPI_INT, win));
-            MPI_OK(MPI_Fetch_and_op(NULL, &done, MPI_INT, 0, O_SLOT, MPI_NO_OP, win));
+            MPI_OK(MPI_Put(&k, 1, MPI_INT, 0, d0 + O_PAIR + (int)sizeof(int), 1, MPI_INT, win));
+            MPI_OK(MPI_Fetch_and_op(NULL, &done, MPI_INT, 0, d0 + O_SLOT, MPI_NO_OP, win));
             MPI_OK(MPI_Win_unlock(0, win));
             for (volatile int spin = 0; spin < 20000; spin++) /* room for the shared lockers */
                 ;
@@ -131,7 +145,7 @@ int main(int argc, char **argv)
                   shape_name[s], torn[s], iter);
         int one = 1;
         MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
-        MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, 0, O_SLOT, 1, MPI_INT, MPI_SUM, win));
+        MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, 0, d0 + O_SLOT, 1, MPI_INT, MPI_SUM, win));
         MPI_OK(MPI_Win_unlock(0, win));
     }
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
@@ -153,7 +167,11 @@ int main(int argc, char **argv)
         MPI_OK(MPI_Win_unlock(0, win));
     }
     free(large);
+    if (attached != NULL)
+        MPI_OK(MPI_Win_detach(win, attached));
     MPI_OK(MPI_Win_free(&win));
     free(created);
+    if (attached != NULL)
+        MPI_OK(MPI_Free_mem(attached));
     return rt_finish("lock_epochs");
 }

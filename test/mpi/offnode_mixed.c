@@ -5,7 +5,8 @@
  * ranks) every rank must have exactly one same-node peer and two off-node peers, so each
  * target below is hit at once through load/store or CMA and through the network transport.
  *
- * Then, for each flavor (create, allocate, dynamic) and two targets (rank 0 and the last):
+ * Then, for each flavor (create, allocate, dynamic; create and dynamic on MPI_Alloc_mem memory,
+ * which librma gives a rank alone on its node from UCX) and two targets (rank 0 and the last):
  *  - lock_all + flush: every rank, ITER times, MPI_Fetch_and_op(SUM, long long) tickets,
  *    MPI_Accumulate(SUM, int[8]), an MPI_Compare_and_swap increment loop (int64),
  *    MPI_Get_accumulate(SUM, double) and MPI_Accumulate(MAXLOC, MPI_2INT). Exact totals; the
@@ -41,8 +42,8 @@ static int ITER = 50; /* operations of each kind per rank and target (env ITER) 
 #define NACC  8
 #define NDATA 64
 
-enum { F_CREATE, F_ALLOCATE, F_DYNAMIC, NFLAVORS };
-static const char *fname[] = {"create", "allocate", "dynamic"};
+enum { F_CREATE, F_ALLOCATE, F_DYNAMIC, F_CREATE_AM, F_DYNAMIC_AM, NFLAVORS };
+static const char *fname[] = {"create", "allocate", "dynamic", "create-am", "dynamic-am"};
 
 /* window layout (bytes) */
 #define O_TICKET  0    /* long long: fetch_and_op SUM 1 */
@@ -112,16 +113,28 @@ static void make_window(win_t *w, int flavor)
     memset(w, 0, sizeof(*w));
     switch (flavor) {
     case F_CREATE:
-        w->mem = calloc(1, win_bytes);
+    case F_CREATE_AM:
+        if (flavor == F_CREATE) {
+            w->mem = calloc(1, win_bytes);
+        } else {
+            MPI_OK(MPI_Alloc_mem(win_bytes, MPI_INFO_NULL, &w->mem));
+            memset(w->mem, 0, win_bytes);
+        }
         MPI_OK(MPI_Win_create(w->mem, win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w->win));
         break;
     case F_ALLOCATE:
         MPI_OK(MPI_Win_allocate(win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w->mem, &w->win));
         memset(w->mem, 0, win_bytes);
         break;
-    case F_DYNAMIC: {
+    case F_DYNAMIC:
+    case F_DYNAMIC_AM: {
         MPI_Aint a;
-        w->mem = calloc(1, win_bytes);
+        if (flavor == F_DYNAMIC) {
+            w->mem = calloc(1, win_bytes);
+        } else {
+            MPI_OK(MPI_Alloc_mem(win_bytes, MPI_INFO_NULL, &w->mem));
+            memset(w->mem, 0, win_bytes);
+        }
         MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w->win));
         MPI_OK(MPI_Win_attach(w->win, w->mem, win_bytes));
         w->addr = malloc(sizeof(MPI_Aint) * nprocs);
@@ -137,10 +150,12 @@ static void make_window(win_t *w, int flavor)
 
 static void free_window(win_t *w, int flavor)
 {
-    if (flavor == F_DYNAMIC)
+    if (flavor == F_DYNAMIC || flavor == F_DYNAMIC_AM)
         MPI_OK(MPI_Win_detach(w->win, w->mem));
     MPI_OK(MPI_Win_free(&w->win));
-    if (flavor != F_ALLOCATE)
+    if (flavor == F_CREATE_AM || flavor == F_DYNAMIC_AM)
+        MPI_OK(MPI_Free_mem(w->mem));
+    else if (flavor != F_ALLOCATE)
         free(w->mem);
     free(w->addr);
 }

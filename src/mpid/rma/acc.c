@@ -1222,11 +1222,11 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * alignment (doc/atomicity.md). A call is atomic as a whole: unless it is one element
      * that one CPU atomic updates, it holds the stripes of its whole target buffer, and
      * still updates each element with that element's mechanism, so that one-element calls
-     * taking no stripe stay atomic with respect to it. An off-node target whose window
-     * memory UCX maps here (nm.data_map) is updated through that mapping exactly as on
-     * its node: no request to its agent. */
+     * taking no stripe stay atomic with respect to it. An off-node target's memory that UCX
+     * maps here (nm.data_map; a dynamic window's region in an MPI_Alloc_mem block from UCX)
+     * is updated through that mapping exactly as on its node: no request to its agent. */
     if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0 &&
-        win->targets[trank].nm.data_map == NULL && serve_known(a->basic, opi) &&
+        !rma_tspan_mapped(&a->span) && serve_known(a->basic, opi) &&
         (!acc_single_atomic(a, ttype) || !amo_direct(&win->targets[trank].nm)) &&
         (rc = acc_hx(a)) != -ENOSPC)
         goto done;
@@ -1234,6 +1234,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     /* what this origin sent to the target's agent or holds for it takes effect first */
     if (!win->targets[trank].local && rma_hx_in_flight(&win->targets[trank].nm) &&
         (rc = rma_ctl_flush(win, trank)) != 0)
+        goto done;
+    if ((rc = rma_tspan_gate(win, trank, &a->span)) != 0)
         goto done;
     if (acc_single_atomic(a, ttype)) {
         rma_acc_stripe_wait(win, trank, a->key0);

@@ -179,8 +179,10 @@ void rma_env_print(FILE *out)
             rma_env.rndv);
     fprintf(out,
             "RMA_ALLOC_UCX=%d        a rank with no other rank of its node in a window lets UCX "
-            "allocate its control words and MPI_Win_allocate memory, which UCX's transports "
-            "reach without this process's CPU (1), or allocates them itself (0)\n",
+            "allocate its control words and MPI_Win_allocate memory, and a process alone on its "
+            "node its MPI_Alloc_mem blocks (which create and dynamic windows then expose), "
+            "memory UCX's transports reach without this process's CPU (1), or allocates them "
+            "itself (0)\n",
             rma_env.ucx_alloc);
     fprintf(out,
             "RMA_ORDERED=%d          an unlock, fence or MPI_Win_complete to an off-node target "

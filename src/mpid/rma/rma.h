@@ -57,6 +57,26 @@ static inline const rma_dyn_hit_t *rma_tspan_map(const rma_tspan_t *sp, uintptr_
     return NULL;
 }
 
+/* 1 when some of the span's bytes are mapped here. */
+static inline int rma_tspan_mapped(const rma_tspan_t *sp)
+{
+    for (int i = 0; i < sp->nmaps; i++)
+        if (sp->maps[i].local != NULL)
+            return 1;
+    return 0;
+}
+
+/* Before an off-node target's bytes mapped here are loaded or stored: a lock MPI_Win_lock
+ * left for later (its gate, netmod.h) is taken, as the transport does before it sends. A
+ * dynamic window's target may have regions UCX maps here (an MPI_Alloc_mem block from
+ * UCX) beside others it serves. 0 or -errno. */
+static inline int rma_tspan_gate(rma_win_t *win, int trank, const rma_tspan_t *sp)
+{
+    rma_target_t *tg = &win->targets[trank];
+
+    return tg->local || !rma_nm_gated(&tg->nm) || !rma_tspan_mapped(sp) ? 0 : rma_nm_gate(&tg->nm);
+}
+
 /* Bytes from ta to the next boundary between maps (or transport-reached bytes), at most
  * len: a piece is cut there so that each part is handled one way. */
 static inline size_t rma_tspan_run(const rma_tspan_t *sp, uintptr_t ta, size_t len)

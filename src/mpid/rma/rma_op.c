@@ -14,6 +14,7 @@
 #include "mpid/rma/hx.h"
 #include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
+#include "sync/ctl.h"
 #include "sync/sync.h"
 #include "windows/win_error.h"
 
@@ -309,6 +310,10 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         return rc;
     }
     win->ops_in_fence = 1;
+    if ((rc = rma_tspan_gate(win, trank, &span)) != 0) {
+        rma_tspan_done(&span);
+        return rma_ctl_fail(win, func, trank, rc);
+    }
 
     /* the whole target span is mapped: copy without the transport */
     if (span.local != NULL) {
