@@ -137,9 +137,8 @@ static rma_memreg_t *reg_new(uintptr_t base, size_t len, int fd, int kind)
     return reg;
 }
 
-/* Removes a registration (memreg_lock held). The memory stays mapped, a block from the
- * transport too (its exposure is dropped unseen: this is MPI_Finalize's, after the
- * transport's own end). */
+/* Removes a registration (memreg_lock held). The memory stays mapped. Never a block from
+ * the transport, whose registration stays until MPI_Free_mem or MPI_Finalize. */
 static void reg_remove(rma_memreg_t *reg)
 {
     rma_lwt_remove(&memreg_table, reg->base);
@@ -612,6 +611,11 @@ static int net_end(uintptr_t base, size_t len, void *value, void *arg)
     (void)base, (void)len, (void)arg;
     if (reg->kind == RMA_MEMREG_NET && reg->net != NULL) {
         reg->kept = net_copy_aside(reg);
+        if (reg->kept == NULL)
+            fprintf(stderr,
+                    "librma: MPI_Finalize: no memory to keep the MPI_Alloc_mem block [%p, +%zu) "
+                    "that was not freed: it goes away with UCX\n",
+                    (void *)reg->base, reg->len);
         rma_net_mem_free(reg->net);
         reg->net = NULL;
     }
@@ -633,15 +637,17 @@ static void net_put_back(rma_memreg_t *reg)
     void *at = (void *)syscall(SYS_mmap, reg->base, reg->len, PROT_NONE,
                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 
-    if (at != (void *)reg->base) {
-        if (at != MAP_FAILED) /* a kernel without MAP_FIXED_NOREPLACE: it was a hint */
+    if (at != (void *)reg->base ||
+        (void *)syscall(SYS_mremap, reg->kept, reg->len, reg->len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                        reg->base) == MAP_FAILED) {
+        if (at != MAP_FAILED && at != (void *)reg->base) /* no MAP_FIXED_NOREPLACE: a hint */
             syscall(SYS_munmap, at, reg->len);
+        fprintf(stderr,
+                "librma: MPI_Finalize: the MPI_Alloc_mem block [%p, +%zu) that was not freed "
+                "could not be put back at its address\n",
+                (void *)reg->base, reg->len);
         syscall(SYS_munmap, reg->kept, reg->len);
-        return;
     }
-    if ((void *)syscall(SYS_mremap, reg->kept, reg->len, reg->len, MREMAP_MAYMOVE | MREMAP_FIXED,
-                        reg->base) == MAP_FAILED)
-        syscall(SYS_munmap, reg->kept, reg->len);
 }
 
 /* MPI_Finalize: after the transport's end */

@@ -229,10 +229,11 @@ static int dcache_lookup(const rma_dyn_cache_t *c, uintptr_t addr, size_t len, r
     for (int i = 0; i < c->n && at < end; i++) {
         if (c->r[i].base + c->r[i].len <= at || c->r[i].base > at)
             continue;
-        /* a mapped region is accessed as on its node, an atomic one with CPU atomics */
+        /* a mapped region is accessed as on its node; an atomic one's elements take atomics
+         * from every origin (CPU atomics where mapped, network atomics elsewhere) */
         if (found < max)
             hits[found] = (rma_dyn_hit_t){c->r[i].base, c->r[i].base + c->r[i].len, c->r[i].map,
-                                          c->r[i].map != NULL && c->r[i].atomic, c->r[i].key};
+                                          c->r[i].atomic, c->r[i].key};
         found++;
         at = c->r[i].base + c->r[i].len;
     }

@@ -474,7 +474,7 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
         if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE)
             tg->remote_base = (uintptr_t)in->data_raddr;
         /* allocate windows (their data in the segment or keyed apart), and create windows
-         * on an MPI_Alloc_mem block from UCX */
+         * whose memory UCX maps here: an MPI_Alloc_mem block from UCX (with xpmem, any) */
         if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE || in->data_len)
             tg->nm.data_map = tg->nm.ops->key_ptr(tg->nm.data_key, in->data_raddr);
         if (rma_env.verbose >= 2)

@@ -28,8 +28,9 @@ typedef struct rma_env {
                             no more there and carry many operations) */
     size_t rndv;         /* RMA_RNDV: off-node contiguous pieces of at least this many bytes go by
                          rendezvous to the target's agent; 0: never */
-    int ucx_alloc;       /* RMA_ALLOC_UCX: a rank alone on its node lets UCX allocate its window
-                         segment */
+    int ucx_alloc;       /* RMA_ALLOC_UCX: a rank alone on its node in a window lets UCX
+                            allocate its window segment, and one alone in MPI_COMM_WORLD its
+                            MPI_Alloc_mem blocks */
     int ordered;         /* RMA_ORDERED: a notification (unlock, fence, complete) to a target whose
                          transport keeps issue order follows its operations without a flush */
     int lock_lazy;       /* RMA_LOCK_LAZY: a shared lock on a target reached over tcp alone is
