@@ -16,7 +16,8 @@ static int *world_node; /* node number of each MPI_COMM_WORLD rank (its node's l
 static int world_size;
 static MPI_Group world_group = MPI_GROUP_NULL;
 static cpu_set_t node_used; /* CPUs some rank of this node may run on */
-static int node_rank = -1;  /* this process's rank among them (-1: not known) */
+static int node_rank = -1;  /* this process's rank among them (-1: not known) ... */
+static int node_size;       /* ... and how many they are (0: not known) */
 
 /* The lowest MPI_COMM_WORLD rank of the calling process's node, over comm. */
 static int node_of_me(MPI_Comm comm)
@@ -26,8 +27,11 @@ static int node_of_me(MPI_Comm comm)
 
     PMPI_Comm_rank(MPI_COMM_WORLD, &me);
     low = me;
-    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) {
+        if (comm == MPI_COMM_WORLD)
+            node_size = 1; /* a node of its own, as world_node says */
         return me;
+    }
     PMPI_Allreduce(&me, &low, 1, MPI_INT, MPI_MIN, node);
     if (comm == MPI_COMM_WORLD) { /* where the node's ranks run (the agent's placement) */
         cpu_set_t mine;
@@ -37,6 +41,7 @@ static int node_of_me(MPI_Comm comm)
         PMPI_Allreduce(&mine, &node_used, (int)(sizeof(mine) / sizeof(unsigned long)),
                        MPI_UNSIGNED_LONG, MPI_BOR, node);
         PMPI_Comm_rank(node, &node_rank);
+        PMPI_Comm_size(node, &node_size);
     }
     PMPI_Comm_free(&node);
     return low;
@@ -86,16 +91,9 @@ int rma_locality(MPI_Comm comm, MPI_Group group, int n, int real, int *world, in
 
 int rma_locality_alone(void)
 {
-    int me, others = 0;
-
     if (world_node == NULL || world_size < 2)
         return 0;
-    if (rma_env.netmod_only)
-        return 1;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &me);
-    for (int i = 0; i < world_size; i++)
-        others += i != me && world_node[i] == world_node[me];
-    return others == 0;
+    return rma_env.netmod_only || node_size == 1;
 }
 
 int rma_locality_cpus(void *used, size_t len, int *rank)

@@ -74,6 +74,20 @@ static void fork_parent(void)
     pthread_mutex_unlock(&memreg_lock);
 }
 
+/* [base, base+len)'s contents in new private pages, NULL when there is no memory for them.
+ * Raw system calls: memory hooks of the MPI library (UCX's) must not see a remapping that
+ * follows as the memory going away. */
+static void *copy_aside(uintptr_t base, size_t len)
+{
+    void *tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (tmp == MAP_FAILED)
+        return NULL;
+    memcpy(tmp, (void *)base, len);
+    return tmp;
+}
+
 static int privatize(uintptr_t base, size_t len, void *value, void *arg)
 {
     rma_memreg_t *reg = value;
@@ -83,13 +97,8 @@ static int privatize(uintptr_t base, size_t len, void *value, void *arg)
     /* moved pages the program unmapped or replaced are not ours any more */
     if (reg->kind == RMA_MEMREG_REMAP && !reg_still_mapped(reg))
         return 0;
-    /* raw system calls: memory hooks of the MPI library (UCX's) must not see the child's
-     * remapping as the parent's memory going away */
-    tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                          -1, 0);
-    if (tmp == MAP_FAILED)
+    if ((tmp = copy_aside(base, len)) == NULL)
         return 0;
-    memcpy(tmp, (void *)base, len);
     if ((void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, base) ==
         MAP_FAILED) {
         fprintf(stderr, "librma: fork: cannot give the child a private copy of [%p, +%zu): %s\n",
@@ -591,26 +600,13 @@ void rma_memreg_release(rma_memreg_t *reg)
     pthread_mutex_unlock(&memreg_lock);
 }
 
-/* A block from the transport: its contents into private pages (NULL when there is no
- * memory for them). Raw system calls, as in privatize. */
-static void *net_copy_aside(const rma_memreg_t *reg)
-{
-    void *tmp = (void *)syscall(SYS_mmap, NULL, reg->len, PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-    if (tmp == MAP_FAILED)
-        return NULL;
-    memcpy(tmp, (void *)reg->base, reg->len);
-    return tmp;
-}
-
 static int net_end(uintptr_t base, size_t len, void *value, void *arg)
 {
     rma_memreg_t *reg = value;
 
     (void)base, (void)len, (void)arg;
     if (reg->kind == RMA_MEMREG_NET && reg->net != NULL) {
-        reg->kept = net_copy_aside(reg);
+        reg->kept = copy_aside(reg->base, reg->len);
         if (reg->kept == NULL)
             fprintf(stderr,
                     "librma: MPI_Finalize: no memory to keep the MPI_Alloc_mem block [%p, +%zu) "

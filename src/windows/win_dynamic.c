@@ -77,11 +77,10 @@ typedef struct dyn_wait {
     size_t len;
 } dyn_wait_t;
 
-/* The region's exposure: a view of the MPI_Alloc_mem block from the transport that holds
- * it (peers that UCX lets map it load and store it), else its own registration. */
-static void *dyn_net_map(void *base, size_t len)
+/* The region's exposure: a view of block, the MPI_Alloc_mem block from the transport that
+ * holds it (peers that UCX lets map it load and store it), else its own registration. */
+static void *dyn_net_map(const rma_nm_mem_t *block, void *base, size_t len)
 {
-    const rma_nm_mem_t *block = rma_memreg_net(base, len);
     rma_nm_mem_t *m;
 
     if (block != NULL)
@@ -354,6 +353,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     uint32_t n, pos;
     uintptr_t lo = (uintptr_t)base, hi = lo + (uintptr_t)size;
     rma_memreg_t *reg = NULL;
+    const rma_nm_mem_t *block = NULL; /* an MPI_Alloc_mem block from the transport */
     rma_dyn_region_t r = {0};
     rma_dyn_region_t *tab;
     void *net = NULL;
@@ -393,7 +393,9 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     }
     if (win->nranks > 1 && rma_seg_sharing_works())
         reg = rma_memreg_expose(base, (size_t)size);
-    if (win->net && (net = dyn_net_map(base, (size_t)size)) == NULL) {
+    if (win->net)
+        block = rma_memreg_net(base, (size_t)size);
+    if (win->net && (net = dyn_net_map(block, base, (size_t)size)) == NULL) {
         rma_memreg_release(reg);
         rc = rma_err(win, func, MPI_ERR_OTHER, "cannot register [%p, +%ld) with UCX", base,
                      (long)size);
@@ -402,7 +404,7 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     r.base = lo;
     r.len = (uint64_t)size;
     r.seg_fd = -1;
-    r.atomic = win->net && rma_memreg_net(base, (size_t)size) != NULL; /* the transport's */
+    r.atomic = block != NULL; /* the transport's memory */
     if (reg != NULL) {
         r.seg_id = reg->seg_id;
         r.seg_base = reg->base;
