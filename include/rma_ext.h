@@ -17,8 +17,10 @@ const char *RMAX_Version(void);
 enum {
     RMAX_PATH_DIRECT = 1, /* load/store on memory mapped in this process */
     RMAX_PATH_CMA = 2,    /* cross-memory attach (process_vm_readv/writev) */
-    RMAX_PATH_NETMOD = 3, /* network transport (also memory its shared-memory transports
-                             map here, which librma then reaches with load/store) */
+    RMAX_PATH_NETMOD = 3, /* network transport: its RDMA, atomics and requests */
+    RMAX_PATH_NETMAP = 4, /* an off-node target's memory that the network transport maps
+                             here (its shared-memory transports, between processes of one
+                             machine): load/store, as direct */
 };
 
 /* The path an operation on [disp, disp+len) bytes of `target` takes (disp in disp_units;

@@ -124,14 +124,15 @@ int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *
             return rma_err(win, "RMAX_Win_path", MPI_ERR_RMA_RANGE,
                            "[0x%lx, +%ld) is not in memory attached at rank %d",
                            (unsigned long)disp, (long)len, target);
-        *path = !win->targets[target].local   ? RMAX_PATH_NETMOD
-                : n == 1 && hit.local != NULL ? RMAX_PATH_DIRECT
+        *path = n == 1 && hit.local != NULL
+                    ? (win->targets[target].local ? RMAX_PATH_DIRECT : RMAX_PATH_NETMAP)
+                : !win->targets[target].local ? RMAX_PATH_NETMOD
                                               : RMAX_PATH_CMA;
         return MPI_SUCCESS;
     }
     rma_target_t *tg = &win->targets[target];
     if (!tg->local) {
-        *path = RMAX_PATH_NETMOD;
+        *path = tg->nm.data_map != NULL ? RMAX_PATH_NETMAP : RMAX_PATH_NETMOD;
         return MPI_SUCCESS;
     }
     MPI_Aint off;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sync/wait.h"
+
 #ifdef HAVE_UCX
 extern const rma_netmod_t rma_nm_ucx;
 const rma_netmod_t *const rma_net = &rma_nm_ucx;
@@ -17,6 +19,28 @@ const rma_netmod_t *const rma_net = NULL;
 #endif
 
 int rma_net_unserved;
+
+void rma_nm_write_begin(rma_nm_tgt_t *t)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    if (t->cma_writers == NULL)
+        return;
+    for (;;) {
+        while (atomic_load_explicit(t->cma_moving, memory_order_seq_cst))
+            rma_backoff(&bo);
+        atomic_fetch_add_explicit(t->cma_writers, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(t->cma_moving, memory_order_seq_cst))
+            return;
+        atomic_fetch_sub_explicit(t->cma_writers, 1, memory_order_seq_cst);
+    }
+}
+
+void rma_nm_write_end(rma_nm_tgt_t *t)
+{
+    if (t->cma_writers != NULL)
+        atomic_fetch_sub_explicit(t->cma_writers, 1, memory_order_release);
+}
 
 void rma_net_mem_free(void *m)
 {

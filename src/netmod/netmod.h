@@ -86,6 +86,9 @@ typedef struct rma_nm_tgt {
     int dev_rma;                      /* ucx: ... and its RDMA: large pieces go by
                                          ucp_put/get_nbx, not as a rendezvous through the
                                          target's agent (RMA_RNDV) */
+    int maps;                         /* ucx: UCX maps memory it allocated between the
+                                         two processes (a shared-memory transport of one
+                                         machine), both ways */
     int ordered;                      /* ucx: the target applies this process's puts, gets
                                          and atomics in the order they were issued (UCX
                                          emulates them over one tcp stream): see order */
@@ -109,8 +112,11 @@ typedef struct rma_nm_tgt {
                                          even with nothing to complete */
     rma_nm_gate_t *_Atomic gate;      /* set: opened before anything is sent to the target */
     rma_shm_held_t *_Atomic held;     /* shm: small transfers held until a flush */
-    _Atomic uint32_t *cma_moving;     /* shm: the owner is moving the memory: no write now */
-    _Atomic uint32_t *cma_writers;    /* shm: ... it waits for the writes in flight to end */
+    _Atomic uint32_t *cma_moving;     /* the owner is moving the memory: no write now (shm;
+                                         ucx, to a create window's owner whose control words
+                                         are mapped here: UCX may write by CMA) ... */
+    _Atomic uint32_t *cma_writers;    /* ... it waits for the writes in flight to end
+                                         (rma_nm_write_begin) */
     _Atomic unsigned cma_calls;       /* shm: process_vm_readv/writev calls made */
     const void *owner;                /* the window this is a target of */
     int holding;                      /* the transport holds operations back for the target
@@ -155,6 +161,13 @@ static inline void rma_nm_issued(rma_nm_tgt_t *t)
 {
     atomic_fetch_add_explicit(&t->issued, 1, memory_order_release);
 }
+
+/* Around a transport call that may write the target's memory from this process (CMA):
+ * waits while the owner moves that memory (windows/expose.c), and counts the write in
+ * flight so that the owner waits for it before it write-protects the pages. Nothing when
+ * t->cma_writers is NULL. */
+void rma_nm_write_begin(rma_nm_tgt_t *t);
+void rma_nm_write_end(rma_nm_tgt_t *t);
 
 /* Operations were issued to t that no completed flush covers. */
 static inline int rma_nm_pending(rma_nm_tgt_t *t)
@@ -270,7 +283,8 @@ typedef struct rma_nm_mem {
     void *handle; /* ucx: ucp_mem_h */
     void *blob;   /* packed remote key */
     size_t blob_len;
-    void *addr; /* expose_alloc: the allocation (kept for reuse when small) */
+    void *addr; /* expose_alloc: the allocation (kept for reuse when small; cleared, it is
+                   never reused) */
     size_t len;
 } rma_nm_mem_t;
 
@@ -283,6 +297,8 @@ enum {
     RMA_NM_AM_DYN_REPLY,
     RMA_NM_AM_HX_REQ, /* host-assisted transfers (mpid/rma/hx.c) */
     RMA_NM_AM_HX_REPLY,
+    RMA_NM_AM_MOVE_REQ, /* moving create-window memory onto the transport's (windows/expose.c) */
+    RMA_NM_AM_MOVE_REPLY,
     RMA_NM_AM_MAX
 };
 
@@ -415,6 +431,10 @@ typedef struct rma_netmod {
     int (*expose_alloc)(size_t len, void **base, rma_nm_mem_t *mem);
     /* Undoes expose or expose_alloc. */
     void (*unexpose)(rma_nm_mem_t *mem);
+    /* 1 when memory this process exposed may be moved onto other pages in place: no
+     * network device may have pinned it (ucx: the context has no NIC among its
+     * resources). */
+    int (*movable)(void);
     /* Registers the handlers of active messages with id: cb for those whose data came with
      * them, rndv for those sent with RMA_NM_AM_RNDV (either may be NULL). */
     void (*am_handler)(unsigned id, rma_nm_am_cb_t cb, rma_nm_am_rndv_cb_t rndv);

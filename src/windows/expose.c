@@ -15,12 +15,16 @@
  * region that started on CMA keeps taking stripe locks, now with loads and stores.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "mpid/rma/agent.h"
 #include "mpid/rma/env.h"
+#include "netmod/netmod.h"
+#include "sync/ctl.h"
 #include "sync/wait.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"
@@ -111,12 +115,13 @@ static void writers_release(void *arg)
     atomic_store_explicit(&((rma_ctl_rank_t *)arg)->moving, 0, memory_order_release);
 }
 
-/* Owner's agent: moves [addr, addr+len), peers' CMA writes held off while it copies. */
-static rma_memreg_t *move_quiet(rma_ctl_rank_t *me, void *addr, size_t len)
+/* Owner's agent: moves [addr, addr+len) onto librma's segment, or with net onto a block
+ * from the transport to other nodes; peers' CMA writes held off while it copies. */
+static rma_memreg_t *move_quiet(rma_ctl_rank_t *me, void *addr, size_t len, int net)
 {
     const rma_memreg_hold_t hold = {writers_hold, writers_release, me};
 
-    return rma_memreg_move(addr, len, &hold);
+    return rma_memreg_move(addr, len, &hold, net);
 }
 
 void rma_expose_refresh(rma_win_t *win, int trank)
@@ -172,7 +177,8 @@ static void serve_create(rma_win_t *win, rma_ctl_rank_t *me)
 
     if (win->expose != NULL || win->size == 0)
         return;
-    reg = move_quiet(me, win->base, (size_t)win->size);
+    /* a window with (only) off-node peers: onto a block from UCX (rma_expose_offer_net) */
+    reg = move_quiet(me, win->base, (size_t)win->size, win->net);
     if (reg == NULL)
         return;
     win->expose = reg;
@@ -181,7 +187,11 @@ static void serve_create(rma_win_t *win, rma_ctl_rank_t *me)
     me->expose_seg_base = reg->base;
     me->expose_seg_len = reg->len;
     me->expose_seg_fd = reg->fd;
+    me->expose_net_at = reg->net_at;
     atomic_fetch_add_explicit(&me->expose_seq, 1, memory_order_release);
+    if (win->net && rma_env.verbose >= 2)
+        fprintf(stderr, "librma: window 0x%x: rank %d moved its memory onto UCX's shared memory\n",
+                (unsigned)win->handle, win->rank);
 }
 
 /* Dynamic windows: moves the attached region holding addr and updates its table entry. */
@@ -197,7 +207,7 @@ static void serve_dynamic(rma_win_t *win, rma_ctl_rank_t *me, uintptr_t addr)
             break;
     if (pos == n || (r = &win->dyn_tab[pos])->seg_id != 0)
         return;
-    reg = move_quiet(me, (void *)(uintptr_t)r->base, (size_t)r->len);
+    reg = move_quiet(me, (void *)(uintptr_t)r->base, (size_t)r->len, 0);
     if (reg == NULL)
         return;
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_acq_rel);
@@ -232,4 +242,219 @@ void rma_expose_serve(rma_win_t *win)
     else if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
         serve_dynamic(win, me, (uintptr_t)addr);
     pthread_mutex_unlock(&win->mtx);
+}
+
+/* ------------------------------------------------------------------ off-node peers
+ *
+ * A process alone on its node (rma_locality_alone) has only off-node peers. Where UCX
+ * reaches them through shared memory of one machine but not this process's malloc'd pages
+ * (it emulates RDMA on them through the owner's worker, a round trip each), the owner's
+ * agent moves a create window's pages onto a System V block from UCX (memreg.c), in place:
+ * right after creation for a window of up to RMA_MOVE_EAGER bytes, else once an origin's
+ * traffic has cost about what the move costs (it asks with an active message). The owner
+ * publishes the move in its control slot, which these origins map; an origin that sees it
+ * fetches the block's key (one active message) and maps the block (nm.data_map): its puts,
+ * gets and accumulates become loads and stores, as on an MPI_Alloc_mem block from UCX.
+ * A NIC among UCX's resources may have pinned the pages: then nothing moves
+ * (rma_net->movable). While the owner copies, UCX's CMA writes from origins wait as
+ * librma's own do (rma_nm_write_begin, on the owner's control words). The accumulate mode
+ * stays LOCKED: the stripes, taken with CPU atomics on the mapped control segment. */
+
+/* What an origin spends per operation UCX emulates: a round trip through the owner's
+ * worker (~0.5 us here), and the flush that waits for it. */
+#define NET_EMU_NS 1000u
+
+enum { MOVE_ASK, MOVE_FETCH };
+
+typedef struct move_req {
+    uint64_t cookie; /* MOVE_FETCH: the origin's move_wait_t */
+    int32_t win;     /* the owner's handle of the window ... */
+    uint32_t serial; /* ... and its serial there */
+    uint32_t kind;   /* MOVE_* */
+    uint32_t pad;
+} move_req_t;
+
+typedef struct move_reply {
+    uint64_t cookie;
+    int32_t err; /* 0, or errno: not moved (yet) */
+    uint32_t pad;
+    uint64_t base, len; /* the moved pages, in the owner's address space ... */
+    uint64_t at;        /* ... and where the block's own mapping (its key's addresses) lies */
+} move_reply_t;
+
+typedef struct move_wait {
+    _Atomic int left;
+    move_reply_t r;
+    void *blob;
+} move_wait_t;
+
+void rma_expose_offer_net(rma_win_t *win)
+{
+    rma_ctl_rank_t *me = rma_ctl_rank(win->ctl, win->rank);
+    int maps = 0;
+
+    if (!rma_env.create_remap || win->flavor != MPI_WIN_FLAVOR_CREATE || win->size == 0 ||
+        !rma_locality_alone() || !rma_net->movable())
+        return;
+    for (int t = 0; t < win->nranks; t++)
+        maps |= !win->targets[t].local && win->targets[t].nm.maps;
+    if (!maps) /* no peer would map it */
+        return;
+    rma_expose_offer(win);
+    if ((size_t)win->size <= rma_env.move_eager) {
+        atomic_store_explicit(&me->move_addr, (uint64_t)(uintptr_t)win->base, memory_order_release);
+        rma_agent_retry();
+        rma_agent_wake();
+    }
+}
+
+/* Owner (a handler): an origin asks for the move (MOVE_ASK, left to the agent), or for the
+ * key of the block the window's memory was moved onto (MOVE_FETCH). */
+static void move_serve(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
+{
+    const move_req_t *q = hdr;
+    move_reply_t r = {0};
+    const rma_memreg_t *reg;
+    rma_win_t *win;
+
+    (void)data, (void)len;
+    if (hlen < sizeof(*q))
+        return;
+    win = rma_win_lookup((MPI_Win)q->win);
+    if (win != NULL && (win->serial != q->serial || win->flavor != MPI_WIN_FLAVOR_CREATE ||
+                        !atomic_load_explicit(&win->expose_ready, memory_order_acquire)))
+        win = NULL;
+    if (q->kind == MOVE_ASK) {
+        if (win != NULL) {
+            atomic_store_explicit(&rma_ctl_rank(win->ctl, win->rank)->move_addr,
+                                  (uint64_t)(uintptr_t)win->base, memory_order_release);
+            rma_agent_retry();
+            rma_agent_wake();
+        }
+        return;
+    }
+    if (reply_ep == NULL)
+        return;
+    r.cookie = q->cookie;
+    r.err = EAGAIN;
+    /* the agent sets expose under the mutex: a thread holding it, ask again later */
+    if (win != NULL && pthread_mutex_trylock(&win->mtx) == 0) {
+        reg = win->expose;
+        if (reg != NULL && reg->net != NULL) {
+            r = (move_reply_t){q->cookie, 0, 0, reg->base, reg->len, reg->net_at};
+            rma_net->am_reply(reply_ep, RMA_NM_AM_MOVE_REPLY, &r, sizeof(r), reg->net->blob,
+                              reg->net->blob_len, RMA_NM_AM_COPY);
+        }
+        pthread_mutex_unlock(&win->mtx);
+    }
+    if (r.err != 0)
+        rma_net->am_reply(reply_ep, RMA_NM_AM_MOVE_REPLY, &r, sizeof(r), NULL, 0, RMA_NM_AM_COPY);
+}
+
+/* Origin: the answer to MOVE_FETCH (inside rma_net->progress on this thread). */
+static void move_answer(const void *hdr, size_t hlen, const void *data, size_t len, void *reply_ep)
+{
+    const move_reply_t *r = hdr;
+    move_wait_t *w;
+
+    (void)reply_ep;
+    if (hlen < sizeof(*r))
+        return;
+    w = (move_wait_t *)(uintptr_t)r->cookie;
+    w->r = *r;
+    if (r->err == 0 && (len == 0 || (w->blob = malloc(len)) == NULL))
+        w->r.err = ENOMEM;
+    else if (r->err == 0)
+        memcpy(w->blob, data, len);
+    atomic_store_explicit(&w->left, 0, memory_order_release);
+}
+
+void rma_expose_net_init(void)
+{
+    rma_net->am_handler(RMA_NM_AM_MOVE_REQ, move_serve, NULL);
+    rma_net->am_handler(RMA_NM_AM_MOVE_REPLY, move_answer, NULL);
+}
+
+/* Origin: maps the block the owner answered with, once what went to the owner before took
+ * effect there (loads and stores must not overtake it). 0 or -errno. */
+static int move_map(rma_win_t *win, int trank, const move_wait_t *w)
+{
+    rma_target_t *tg = &win->targets[trank];
+    void *key = tg->nm.ops->key_open(&tg->nm, w->blob);
+    char *map = NULL;
+    int rc;
+
+    if (key != NULL && tg->remote_base >= w->r.base &&
+        tg->remote_base + (uintptr_t)tg->size <= w->r.base + w->r.len)
+        map = tg->nm.ops->key_ptr(key, w->r.at + (tg->remote_base - w->r.base));
+    if (map == NULL) {
+        if (key != NULL)
+            tg->nm.ops->key_close(key);
+        return -EINVAL;
+    }
+    if ((rc = rma_ctl_flush(win, trank)) != 0) {
+        tg->nm.ops->key_close(key);
+        return rc;
+    }
+    pthread_mutex_lock(&win->mtx);
+    if (tg->nm.data_map == NULL) {
+        tg->move_key = key;
+        __atomic_store_n(&tg->nm.data_map, map, __ATOMIC_RELEASE);
+        key = NULL;
+    }
+    pthread_mutex_unlock(&win->mtx);
+    if (key != NULL) /* another thread of ours mapped it meanwhile */
+        tg->nm.ops->key_close(key);
+    else if (rma_env.verbose >= 2)
+        fprintf(stderr,
+                "librma: window 0x%x: rank %d now reaches rank %d by UCX's shared mapping\n",
+                (unsigned)win->handle, win->rank, trank);
+    return 0;
+}
+
+/* Origin: fetches the key of the block the owner published and maps it. */
+static void move_fetch(rma_win_t *win, int trank)
+{
+    rma_target_t *tg = &win->targets[trank];
+    move_wait_t w = {.left = 1};
+    move_req_t q = {(uint64_t)(uintptr_t)&w, (int32_t)tg->peer_win, tg->peer_serial, MOVE_FETCH, 0};
+
+    if (tg->nm.ops->am_send(&tg->nm, RMA_NM_AM_MOVE_REQ, &q, sizeof(q), NULL, 0, RMA_NM_AM_COPY) !=
+        0)
+        return; /* the transport reports a broken peer at the next operation */
+    rma_net->wait_zero(&w.left);
+    if (w.r.err == 0)
+        (void)move_map(win, trank, &w); /* not mapped: the transport goes on as before */
+    else if (w.r.err == EAGAIN)
+        tg->expose_seen = 0; /* look again at the next operation */
+    free(w.blob);
+}
+
+void rma_expose_note_net(rma_win_t *win, int trank, size_t bytes)
+{
+    rma_target_t *tg = &win->targets[trank];
+    uint64_t seq;
+
+    if (!rma_env.create_remap || win->flavor != MPI_WIN_FLAVOR_CREATE || tg->local ||
+        tg->nm.ops == NULL || tg->nm.ctl_map == NULL || tg->nm.data_map != NULL || tg->nm.dev_rma ||
+        tg->size == 0)
+        return;
+    /* the owner published a move (its control slot, mapped here) */
+    seq = atomic_load_explicit(
+        (_Atomic uint64_t *)(tg->nm.ctl_map + RMA_CTL_OFF(win, trank, expose_seq)),
+        memory_order_acquire);
+    if (seq != 0 && !(seq & 1) && seq != tg->expose_seen) {
+        tg->expose_seen = seq;
+        move_fetch(win, trank);
+        return;
+    }
+    if (tg->cma_budget == 0)
+        tg->cma_budget = MOVE_FIXED_NS + (uint64_t)tg->size / 8;
+    tg->cma_ns += NET_EMU_NS + bytes / 10;
+    if (tg->cma_ns < tg->cma_budget)
+        return;
+    /* ask again only after as much traffic again: the owner may have refused */
+    tg->cma_budget = 2 * tg->cma_ns;
+    move_req_t q = {0, (int32_t)tg->peer_win, tg->peer_serial, MOVE_ASK, 0};
+    (void)tg->nm.ops->am_send(&tg->nm, RMA_NM_AM_MOVE_REQ, &q, sizeof(q), NULL, 0, RMA_NM_AM_COPY);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -153,7 +154,10 @@ static void reg_remove(rma_memreg_t *reg)
     rma_lwt_remove(&memreg_table, reg->base);
     if (reg->fd >= 0)
         close(reg->fd);
-    free(reg->net);
+    if (reg->kind == RMA_MEMREG_REMAP)
+        rma_net_mem_free(reg->net); /* pages moved onto a block from the transport */
+    else
+        free(reg->net);
     free(reg);
 }
 
@@ -483,46 +487,58 @@ static void seg_populate(char *tmp, size_t len)
         ((volatile char *)tmp)[off] = 0;
 }
 
-/* Moves [lo, lo+len) onto a new segment in place, hold's writers kept out while it is
- * write-protected. 0 and *fd_p, or -errno (nothing moved). */
-static int pages_move(uintptr_t lo, size_t len, const rma_memreg_hold_t *hold, int *fd_p)
+/* Where moved pages go: a segment mapped at tmp, len bytes, that place() maps over the
+ * pages as well: librma's memfd (fd), or a System V segment the transport allocated (its
+ * shmid, fd -1). */
+typedef struct seg_dest {
+    void *tmp;
+    int fd, shmid;
+} seg_dest_t;
+
+/* Maps d's segment over [lo, lo+len), replacing what is there. A raw system call: the MPI
+ * library's memory hooks (UCX's) take locks a waiting writer may hold. 0 or -errno. */
+static int seg_place(const seg_dest_t *d, uintptr_t lo, size_t len)
+{
+    long at;
+
+    if (d->fd >= 0)
+        at = syscall(SYS_mmap, lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, d->fd, 0);
+    else
+        at = syscall(SYS_shmat, d->shmid, lo, SHM_REMAP);
+    return at == (long)lo ? 0 : -errno;
+}
+
+/* Moves [lo, lo+len) onto d's segment in place, hold's writers kept out while it is
+ * write-protected. 0, or -errno (nothing moved; the segment is the caller's). */
+static int pages_move(uintptr_t lo, size_t len, const rma_memreg_hold_t *hold, const seg_dest_t *d)
 {
     struct uffdio_register reg = {.range = {lo, len}, .mode = UFFDIO_REGISTER_MODE_WP};
     struct uffdio_writeprotect wp = {.range = {lo, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
     struct uffdio_range wake = {lo, len};
     size_t page = rma_page_size();
-    void *tmp, *addr;
-    int fd, rc;
+    int rc;
 
     if (uffd_open() < 0)
         return -ENOSYS;
-    rc = rma_seg_create(len, NULL, &tmp, &fd);
-    if (rc != 0)
-        return rc;
-    seg_populate(tmp, len);
+    seg_populate(d->tmp, len);
     /* Every page present before writers wait: without UFFD_FEATURE_WP_UNPOPULATED write
      * protection covers present pages only, and with it the copy below would take a read
      * fault on each page never touched (the zero page mapped now costs none): 4 MiB of
      * untouched window, 1.4 ms of the time writers wait */
     for (uintptr_t p = lo; p < lo + len; p += page)
         (void)*(volatile char *)p;
-    if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) {
-        rc = -errno;
-        goto err_seg;
-    }
+    if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0)
+        return -errno;
     hold->begin(hold->arg);
     if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
         rc = -errno;
         ioctl(uffd, UFFDIO_UNREGISTER, &wake);
         hold->end(hold->arg);
-        goto err_seg;
+        return rc;
     }
-    /* writers wait from here on: copy, then put the segment in place. A raw system call:
-     * the MPI library's memory hooks (UCX's) take locks a waiting writer may hold */
-    memcpy(tmp, (void *)lo, len);
-    addr =
-        (void *)syscall(SYS_mmap, lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
-    rc = addr == MAP_FAILED ? -errno : 0;
+    /* writers wait from here on: copy, then put the segment in place */
+    memcpy(d->tmp, (void *)lo, len);
+    rc = seg_place(d, lo, len);
     if (rc != 0) {
         wp.mode = 0; /* leave the pages as they were */
         ioctl(uffd, UFFDIO_WRITEPROTECT, &wp);
@@ -530,27 +546,60 @@ static int pages_move(uintptr_t lo, size_t len, const rma_memreg_hold_t *hold, i
     }
     ioctl(uffd, UFFDIO_WAKE, &wake);
     hold->end(hold->arg);
-    munmap(tmp, len);
-    if (rc != 0) {
-        close(fd);
-        return rc;
-    }
-    *fd_p = fd;
-    return 0;
-
-err_seg:
-    munmap(tmp, len);
-    close(fd);
     return rc;
 }
 
-rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold)
+/* The System V segment the transport mapped at [at, at+len) exactly, or -1: the shmid is
+ * the inode /proc/self/maps shows for it. */
+static int sysv_id(uintptr_t at, size_t len)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int id = -1;
+
+    if (f == NULL)
+        return -1;
+    while (id < 0 && fgets(line, sizeof(line), f)) {
+        unsigned long s, e, ino;
+        char perms[8] = "", path[256] = "";
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %255s", &s, &e, perms, &ino, path) == 5 &&
+            s == at && e == at + len && strcmp(perms, "rw-s") == 0 &&
+            strncmp(path, "/SYSV", 5) == 0 && ino <= INT32_MAX)
+            id = (int)ino;
+    }
+    fclose(f);
+    return id;
+}
+
+/* A block from the transport of len bytes that pages can be moved onto (d filled), or
+ * NULL. The block is never pooled for reuse (its addr is cleared): its pages stay mapped
+ * where the moved ones were. */
+static rma_nm_mem_t *net_dest(size_t len, seg_dest_t *d)
+{
+    rma_nm_mem_t *m = calloc(1, sizeof(*m));
+
+    if (m == NULL || rma_net == NULL || rma_net->expose_alloc(len, &d->tmp, m) != 0) {
+        free(m);
+        return NULL;
+    }
+    m->addr = NULL;
+    d->fd = -1;
+    d->shmid = sysv_id((uintptr_t)d->tmp, len);
+    if (d->shmid < 0) {
+        rma_net_mem_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold, int net)
 {
     size_t page = rma_page_size();
     uintptr_t lo = (uintptr_t)addr & ~(page - 1);
     uintptr_t hi = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
     rma_memreg_t *reg = NULL;
-    int fd = -1;
+    rma_nm_mem_t *block = NULL;
+    seg_dest_t d = {NULL, -1, -1};
 
     if (len == 0 || !rma_env.create_remap)
         return NULL;
@@ -563,7 +612,11 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
     }
     if (reg != NULL &&
         (reg->refcnt > 0 || reg->kind != RMA_MEMREG_REMAP || reg_still_mapped(reg))) {
-        reg->refcnt++; /* shared already (an earlier window's pages, revived) */
+        /* shared already (an earlier window's pages, revived), if on the kind asked for */
+        if (net && reg->net == NULL)
+            reg = NULL;
+        else
+            reg->refcnt++;
         goto out;
     }
     reg = NULL;
@@ -576,15 +629,36 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
     reg = calloc(1, sizeof(*reg));
     if (reg == NULL)
         goto out;
-    if (pages_move(lo, hi - lo, hold, &fd) != 0) {
+    if (net ? (block = net_dest(hi - lo, &d)) == NULL
+            : rma_seg_create(hi - lo, NULL, &d.tmp, &d.fd) != 0) {
         free(reg);
         reg = NULL;
         goto out;
     }
-    if (reg_init(reg, lo, hi - lo, fd, RMA_MEMREG_REMAP) != 0) {
-        close(fd); /* the pages stay shared memory, unregistered */
+    if (pages_move(lo, hi - lo, hold, &d) != 0) {
         free(reg);
         reg = NULL;
+        goto out_dest;
+    }
+    if (reg_init(reg, lo, hi - lo, d.fd, RMA_MEMREG_REMAP) != 0) {
+        free(reg); /* the pages stay shared memory, unregistered */
+        reg = NULL;
+        goto out_dest;
+    }
+    if (block != NULL) {
+        reg->ino = (uint64_t)d.shmid;
+        reg->net = block;
+        reg->net_at = (uintptr_t)d.tmp;
+    } else {
+        munmap(d.tmp, hi - lo);
+    }
+    goto out;
+out_dest:
+    if (block != NULL)
+        rma_net_mem_free(block);
+    else {
+        munmap(d.tmp, hi - lo);
+        close(d.fd);
     }
 out:
     pthread_mutex_unlock(&memreg_lock);
@@ -605,7 +679,11 @@ static int net_end(uintptr_t base, size_t len, void *value, void *arg)
     rma_memreg_t *reg = value;
 
     (void)base, (void)len, (void)arg;
-    if (reg->kind == RMA_MEMREG_NET && reg->net != NULL) {
+    if (reg->kind == RMA_MEMREG_REMAP && reg->net != NULL) {
+        /* moved pages: their mapping of the block stays when the transport unmaps its own */
+        rma_net_mem_free(reg->net);
+        reg->net = NULL;
+    } else if (reg->kind == RMA_MEMREG_NET && reg->net != NULL) {
         reg->kept = copy_aside(reg->base, reg->len);
         if (reg->kept == NULL)
             fprintf(stderr,

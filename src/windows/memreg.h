@@ -36,7 +36,10 @@ typedef struct rma_memreg {
                          * pages stay registered at 0 until found stale */
     int kind;
     struct rma_nm_mem *net; /* RMA_MEMREG_NET: the transport's allocation (fd is -1) ... */
-    void *kept;             /* ... its contents, copied aside when the transport ended */
+    void *kept;             /* ... its contents, copied aside when the transport ended;
+                             * RMA_MEMREG_REMAP: the transport's block the pages were moved
+                             * onto (fd is -1, ino its shmid), or NULL for a memfd ... */
+    uintptr_t net_at;       /* ... and where that block's own mapping is (its key's addresses) */
 } rma_memreg_t;
 
 /* MPI_Alloc_mem: shared, registered memory. NULL on failure (errno set). */
@@ -69,13 +72,17 @@ typedef struct rma_memreg_hold {
 /* Makes the pages holding [addr, addr+len) shared memory that peers can map, keeping their
  * address and contents, and takes a reference on the registration: revives an earlier
  * window's moved pages, or moves them onto a segment under userfaultfd write protection
- * (no concurrent write is lost). NULL when that is not possible or not allowed
+ * (no concurrent write is lost). The segment is librma's memfd, which peers of this node
+ * map; with net, a System V block from the transport to other nodes (reg->net, whose own
+ * mapping at reg->net_at its key addresses), which UCX maps into peers of this machine
+ * that it counts as off node. NULL when that is not possible or not allowed
  * (RMA_CREATE_REMAP=0, no userfaultfd, pages that are not private writable memory or are
- * the main stack, transparent huge pages, part of another registration). Costs a copy of
+ * the main stack, transparent huge pages, part of another registration, pages moved onto
+ * the other kind; with net, a transport that gives no System V block). Costs a copy of
  * the pages: the progress agent calls it, never a creating call. Writers wait only while
  * the pages are copied and the segment is put in place (hold's writers too): the
  * segment's pages are allocated before. */
-rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold);
+rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold, int net);
 
 /* Drops a reference taken by rma_memreg_expose. */
 void rma_memreg_release(rma_memreg_t *reg);

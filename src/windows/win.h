@@ -75,7 +75,8 @@ typedef struct rma_ctl_rank {
     _Atomic uint64_t move_addr;   /* a peer asks: move the memory holding this address */
     _Atomic uint32_t moving;      /* the owner's agent is moving memory: no CMA writes */
     _Atomic uint32_t cma_writers; /* peers' CMA writes in flight to this rank */
-    char pad4[RMA_CACHE_LINE - 56];
+    uint64_t expose_net_at;       /* the segment is a block from UCX (fd -1): its own mapping, which
+                             * its key addresses (off-node peers, expose.c) */
 } rma_ctl_rank_t;
 
 _Static_assert(sizeof(rma_ctl_rank_t) == 5 * RMA_CACHE_LINE, "ctl rank is 5 cache lines");
@@ -175,8 +176,11 @@ typedef struct rma_target {
     rma_nm_tgt_t nm;      /* how bytes and words not mapped here reach it (netmod.h) */
     int lock_holders;     /* threads of ours inside MPI_Win_lock epochs on this target */
     uint64_t expose_seen; /* create windows: the target's expose_seq mapped here */
-    uint64_t cma_ns;      /* estimated time spent reaching the target through CMA */
+    uint64_t cma_ns;      /* estimated time spent reaching the target through CMA (off
+                           * node: through UCX's emulation of RDMA) */
     uint64_t cma_budget;  /* ... at which to ask the target to move its memory */
+    void *move_key;       /* off node: the key of the block the target moved its memory
+                           * onto, mapped at nm.data_map (expose.c) */
     unsigned cma_calls;   /* ... the transport's calls counted in it (nm.cma_calls) */
     rma_peer_seg_t *segs; /* dynamic windows: cached mappings of the target's segments */
     int nsegs, segs_cap;
@@ -385,6 +389,20 @@ void rma_expose_refresh(rma_win_t *win, int trank);
 
 /* Owner's agent: serves a peer's request to move this rank's memory of the window. */
 void rma_expose_serve(rma_win_t *win);
+
+/* Owner, at creation of a create window whose peers are all off node and map its control
+ * words through UCX: lets its agent move the memory onto UCX's shared memory, at once when
+ * the window is small (RMA_MOVE_EAGER), else when a peer asks. */
+void rma_expose_offer_net(rma_win_t *win);
+
+/* Registers the active-message handlers of moves for off-node peers (once UCX runs). */
+void rma_expose_net_init(void);
+
+/* Origin, create windows: `bytes` went to off-node target trank through UCX's emulation of
+ * RDMA (memory UCX does not map here, though it maps the target's control words). Maps the
+ * memory (nm.data_map) once the target published that it moved it onto UCX's shared
+ * memory; asks for the move once that traffic has cost about as much as the move. */
+void rma_expose_note_net(rma_win_t *win, int trank, size_t bytes);
 
 /* ------------------------------------------------------------------ locality (locality.c) */
 

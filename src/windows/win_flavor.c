@@ -142,6 +142,7 @@ static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
         return;
     }
     rma_win_dyn_net_init();
+    rma_expose_net_init();
     rma_hx_net_init();
     for (int t = 0; t < win->nranks; t++)
         if (!win->targets[t].local && !rma_net->has_ep(win->world[t]))
@@ -370,9 +371,12 @@ static void win_net_release(rma_win_t *win)
             if (nm->data_key != nm->ctl_key)
                 nm->ops->key_close(nm->data_key);
             nm->ops->key_close(nm->ctl_key);
+            if (win->targets[t].move_key != NULL)
+                nm->ops->key_close(win->targets[t].move_key);
         }
-        nm->data_key = nm->ctl_key = NULL;
+        nm->data_key = nm->ctl_key = win->targets[t].move_key = NULL;
         nm->data_map = nm->ctl_map = NULL;
+        nm->cma_moving = nm->cma_writers = NULL;
     }
     rma_net_mem_free(win->net_data);
     win->net_data = NULL;
@@ -477,6 +481,14 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
          * whose memory UCX maps here: an MPI_Alloc_mem block from UCX (with xpmem, any) */
         if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE || in->data_len)
             tg->nm.data_map = tg->nm.ops->key_ptr(tg->nm.data_key, in->data_raddr);
+        /* a create window's owner may move its memory for us (windows/expose.c): UCX's
+         * CMA writes to it then wait as librma's own do, on its control words mapped here */
+        if (win->flavor == MPI_WIN_FLAVOR_CREATE && tg->nm.ctl_map != NULL &&
+            tg->nm.data_map == NULL) {
+            tg->nm.cma_moving = (_Atomic uint32_t *)(tg->nm.ctl_map + RMA_CTL_OFF(win, t, moving));
+            tg->nm.cma_writers =
+                (_Atomic uint32_t *)(tg->nm.ctl_map + RMA_CTL_OFF(win, t, cma_writers));
+        }
         if (rma_env.verbose >= 2)
             fprintf(stderr,
                     "librma: %s window 0x%x: rank %d reaches rank %d through UCX: control "
@@ -638,6 +650,8 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     /* memory registered with UCX stays where it is: a NIC may have pinned its pages */
     if (win->expose == NULL && size > 0 && !win->net)
         rma_expose_offer(win); /* peers reach us through CMA until the agent moves it */
+    else if (win->expose == NULL && size > 0 && win->net_data != NULL)
+        rma_expose_offer_net(win); /* off-node peers: UCX emulates RDMA on it until then */
     *win_p = win;
     return MPI_SUCCESS;
 }

@@ -7,8 +7,11 @@
  * window in the same pages untouched by peers' puts, and the buffer still usable with its
  * contents after MPI_Win_free. A second window on the same memory must work the same way.
  * A right neighbour on another node (or every peer, with RMA_NETMOD_ONLY=1) is reached through
- * the network transport (netmod) from creation on and never moves; the data checks are the
- * same. When the window has off-node peers, memory that same-node peers reach through CMA
+ * the network transport (netmod) from creation on. When it is alone on its node and the
+ * transport maps memory between the two processes (UCX's shared-memory transports; an
+ * allocate window's path says so), traffic makes it move whole-page memory onto the
+ * transport's shared memory, and the path becomes netmap (an MPI_Alloc_mem block is there
+ * from the start); the main stack never moves. The data checks are the same. When the window has off-node peers, memory that same-node peers reach through CMA
  * may stay there (librma does not move memory registered for the network): after traffic,
  * CMA or direct are both accepted.
  */
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 static int rank, nprocs, right, left, remap, right_off, spans;
+static int right_moves; /* an off-node right neighbour moves its memory for us (netmap) */
 
 enum { M_PAGE, M_LARGE, M_ALLOCMEM, M_STACK, M_INPAGE, NKINDS };
 static const char *kname[] = {"heap-page", "heap-large", "alloc_mem", "stack-small",
@@ -35,6 +39,7 @@ static const char *path_name(int p)
     return p == RMAX_PATH_DIRECT   ? "direct"
            : p == RMAX_PATH_CMA    ? "cma"
            : p == RMAX_PATH_NETMOD ? "netmod"
+           : p == RMAX_PATH_NETMAP ? "netmap"
                                    : "?";
 }
 
@@ -55,7 +60,11 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
     if (nprocs > 1) {
         /* creation touches no page: only memory that is shared already is mapped at once */
         MPI_OK(RMAX_Win_path(win, right, 0, (MPI_Aint)len, &path));
-        if (right_off)
+        if (right_off && k == M_ALLOCMEM && right_moves)
+            CHECK(path == RMAX_PATH_NETMAP,
+                  "%s round %d: path %s to an off-node peer, want netmap", kname[k], round,
+                  path_name(path));
+        else if (right_off)
             CHECK(path == RMAX_PATH_NETMOD, "%s round %d: path %s to an off-node peer, want netmod",
                   kname[k], round, path_name(path));
         else if (k == M_ALLOCMEM)
@@ -89,6 +98,28 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
             else
                 CHECK(path == RMAX_PATH_CMA, "%s round %d (no remap): path %s, want cma", kname[k],
                       round, path_name(path));
+        }
+        /* off node: traffic through the transport's emulation of RDMA makes an owner alone
+         * on its node move whole pages onto the transport's shared memory */
+        if (path == RMAX_PATH_NETMOD) {
+            int expect = right_moves && remap && k != M_STACK;
+            double t0 = MPI_Wtime();
+            unsigned char b = 0;
+            MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+            for (int i = 0; path == RMAX_PATH_NETMOD && (expect ? MPI_Wtime() - t0 < 10 : i < 4096);
+                 i++) {
+                MPI_OK(MPI_Get(&b, 1, MPI_BYTE, right, (MPI_Aint)(i % len), 1, MPI_BYTE, win));
+                MPI_OK(MPI_Win_flush(right, win));
+                if (i % 64 == 63)
+                    MPI_OK(RMAX_Win_path(win, right, 0, (MPI_Aint)len, &path));
+            }
+            MPI_OK(MPI_Win_unlock(right, win));
+            if (expect)
+                CHECK(path == RMAX_PATH_NETMAP, "%s round %d: path %s after traffic, want netmap",
+                      kname[k], round, path_name(path));
+            else
+                CHECK(path == RMAX_PATH_NETMOD, "%s round %d: path %s after traffic, want netmod",
+                      kname[k], round, path_name(path));
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -201,9 +232,29 @@ int main(int argc, char **argv)
     remap = !(e != NULL && strcmp(e, "0") == 0);
     right_off = rt_netmod_only() || !rt_same_node(right);
     spans = rt_netmod_only() || rt_world_spans_nodes();
+    {
+        /* the transport maps memory to the right neighbour (an allocate window's path),
+         * which is alone on its node (as MPI sees it, or every process with
+         * RMA_NETMOD_ONLY=1) */
+        MPI_Comm node;
+        int nsize, *sizes = malloc((size_t)nprocs * sizeof(int)), path = 0;
+        char *pm;
+        MPI_Win probe;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &nsize);
+        MPI_Allgather(&nsize, 1, MPI_INT, sizes, 1, MPI_INT, MPI_COMM_WORLD);
+        MPI_OK(MPI_Win_allocate(8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &pm, &probe));
+        MPI_OK(RMAX_Win_path(probe, right, 0, 1, &path));
+        MPI_OK(MPI_Win_free(&probe));
+        right_moves = right_off && path == RMAX_PATH_NETMAP && (rt_netmod_only() || sizes[right] == 1);
+        MPI_Comm_free(&node);
+        free(sizes);
+    }
     if (rank == 0)
         printf("RMA_CREATE_REMAP=%d, right neighbour %s\n", remap,
-               right_off ? "off-node (netmod)" : "on this node");
+               right_moves ? "off-node, moves its memory for us (netmap)"
+               : right_off ? "off-node (netmod)"
+                           : "on this node");
     for (int k = 0; k < NKINDS; k++)
         run_kind(k, stackbuf);
     return rt_finish("create_paths");

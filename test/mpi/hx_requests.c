@@ -438,7 +438,7 @@ int main(int argc, char **argv)
         for (int r = 1; r < nprocs && t < 0; r++) {
             int path = 0;
             MPI_OK(RMAX_Win_path(probe, r, 0, 1, &path));
-            if (path == RMAX_PATH_NETMOD)
+            if (path == RMAX_PATH_NETMOD || path == RMAX_PATH_NETMAP)
                 t = r;
         }
     MPI_Bcast(&t, 1, MPI_INT, 0, MPI_COMM_WORLD);

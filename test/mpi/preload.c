@@ -49,7 +49,7 @@ int main(int argc, char **argv)
         if (pathfn != NULL) {
             int path = -1;
             int rc = ((win_path_fn)pathfn)(win, right, 0, 4, &path);
-            CHECK(rc == MPI_SUCCESS && path >= 1 && path <= 3,
+            CHECK(rc == MPI_SUCCESS && path >= 1 && path <= 4,
                   "RMAX_Win_path on a window of this program: rc %d path %d", rc, path);
         }
         for (int s = 0; s < 4; s++) {

@@ -3,12 +3,14 @@
  */
 #include "mpid/rma/env.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 rma_env_t rma_env = {
     .netmod_only = 0,
     .create_remap = 1,
+    .move_eager = 64 << 20,
     .verbose = 0,
     .spin_count = 200,
     .cma_batch = 512,
@@ -61,6 +63,7 @@ void rma_env_init(void)
     env_initialized = 1;
     rma_env.netmod_only = (int)env_long("RMA_NETMOD_ONLY", rma_env.netmod_only, 0, 1);
     rma_env.create_remap = (int)env_long("RMA_CREATE_REMAP", rma_env.create_remap, 0, 1);
+    rma_env.move_eager = (size_t)env_long("RMA_MOVE_EAGER", (long)rma_env.move_eager, 0, LONG_MAX);
     rma_env.verbose = (int)env_long("RMA_VERBOSE", rma_env.verbose, 0, 2);
     rma_env.spin_count = (int)env_long("RMA_SPIN_COUNT", rma_env.spin_count, 0, 1 << 24);
     rma_env.cma_batch = (size_t)env_long("RMA_CMA_IOV", (long)rma_env.cma_batch, 1, 1024);
@@ -119,6 +122,12 @@ void rma_env_print(FILE *out)
             "through CMA: the owner's agent moves it onto shared memory once their traffic "
             "pays for the copy (1), or never (0)\n",
             rma_env.create_remap);
+    fprintf(out,
+            "RMA_MOVE_EAGER=%zu  a process alone on its node, whose off-node peers UCX "
+            "reaches through shared memory: its agent moves MPI_Win_create memory of up to "
+            "this many bytes onto UCX's shared memory right after creation (larger: once "
+            "peers' traffic pays for the copy; 0: only then)\n",
+            rma_env.move_eager);
     fprintf(out,
             "RMA_VERBOSE=%d          1: print errors that MPI_ERRORS_RETURN returns; 2: "
             "also window set-up decisions\n",

@@ -98,39 +98,17 @@ static int nm_shm_xfer(int pid, const struct iovec *local, int nlocal, const str
 /* A write to memory its owner may be moving (windows/expose.c): the owner waits for the
  * writes in flight to end before it copies the pages, and writes wait while it moves, so
  * that none lands in an old page after the copy. */
-static void write_begin(rma_nm_tgt_t *t)
-{
-    rma_backoff_t bo = RMA_BACKOFF_INIT;
-
-    if (t->cma_writers == NULL)
-        return;
-    for (;;) {
-        while (atomic_load_explicit(t->cma_moving, memory_order_seq_cst))
-            rma_backoff(&bo);
-        atomic_fetch_add_explicit(t->cma_writers, 1, memory_order_seq_cst);
-        if (!atomic_load_explicit(t->cma_moving, memory_order_seq_cst))
-            return;
-        atomic_fetch_sub_explicit(t->cma_writers, 1, memory_order_seq_cst);
-    }
-}
-
-static void write_end(rma_nm_tgt_t *t)
-{
-    if (t->cma_writers != NULL)
-        atomic_fetch_sub_explicit(t->cma_writers, 1, memory_order_release);
-}
-
 static int xfer_now(rma_nm_tgt_t *t, const struct iovec *local, const struct iovec *remote, int n,
                     int write)
 {
     int rc;
 
     if (write)
-        write_begin(t);
+        rma_nm_write_begin(t);
     atomic_fetch_add_explicit(&t->cma_calls, 1, memory_order_relaxed); /* windows/expose.c */
     rc = nm_shm_xfer(t->pid, local, n, remote, n, write);
     if (write)
-        write_end(t);
+        rma_nm_write_end(t);
     return rc;
 }
 

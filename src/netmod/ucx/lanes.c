@@ -16,9 +16,40 @@ static int has_use(const char *line, const char *use)
     return 0;
 }
 
+static const char *const local[] = {"sysv/", "posix/", "xpmem/", "knem/", "cma/", "self/"};
+
+/* 1 when the transport named at tl ("<tl>/<dev>...") is one between processes of one
+ * machine. */
+static int tl_local(const char *tl)
+{
+    for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+        if (strncmp(tl, local[i], strlen(local[i])) == 0)
+            return 1;
+    return 0;
+}
+
+int rma_ucx_context_has_device(const char *text)
+{
+    for (const char *line = text; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n'), *tl = strstr(line, "resource");
+        const char *flags = tl != NULL ? strstr(tl, "flags") : NULL;
+        if (flags != NULL && (end == NULL || flags < end)) {
+            /* the last word of the line: "<tl>/<dev>" */
+            const char *w = end != NULL ? end : flags + strlen(flags);
+            while (w > flags && (w[-1] == ' ' || w[-1] == '\r'))
+                w--;
+            while (w > flags && w[-1] != ' ')
+                w--;
+            if (strncmp(w, "tcp/", 4) != 0 && !tl_local(w))
+                return 1;
+        }
+        line = end != NULL ? end + 1 : NULL;
+    }
+    return 0;
+}
+
 void rma_ucx_lanes_read(const char *text, rma_ucx_lanes_t *out)
 {
-    static const char *const local[] = {"sysv/", "posix/", "xpmem/", "knem/", "cma/", "self/"};
     int tcp = 0;
 
     memset(out, 0, sizeof(*out));
@@ -26,7 +57,7 @@ void rma_ucx_lanes_read(const char *text, rma_ucx_lanes_t *out)
         const char *end = strchr(line, '\n'), *tl;
         size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
         char buf[512];
-        int is_tcp, is_local = 0;
+        int is_tcp, is_local;
 
         if (len >= sizeof(buf))
             len = sizeof(buf) - 1;
@@ -41,8 +72,9 @@ void rma_ucx_lanes_read(const char *text, rma_ucx_lanes_t *out)
         out->lanes++;
         is_tcp = strncmp(tl, "tcp/", 4) == 0;
         tcp += is_tcp;
-        for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
-            is_local |= strncmp(tl, local[i], strlen(local[i])) == 0;
+        is_local = tl_local(tl);
+        out->maps |= strncmp(tl, "sysv/", 5) == 0 || strncmp(tl, "posix/", 6) == 0 ||
+                     strncmp(tl, "xpmem/", 6) == 0;
         if (is_local || is_tcp)
             continue;
         out->dev_amo |= has_use(buf, "amo");

@@ -18,6 +18,8 @@ typedef struct rma_ucx_lanes {
                     complete without the target's CPU */
     int ordered; /* every lane is tcp: UCX emulates RMA and atomics with active messages on
                     one byte stream, applied in issue order */
+    int maps;    /* a lane is a shared-memory transport (sysv, posix, xpmem): UCX maps memory
+                    it allocated (or, xpmem, any) into the peer, both ways */
 } rma_ucx_lanes_t;
 
 /* Reads the lane table in text (what ucp_ep_print_info printed) into *out. The transports
@@ -25,5 +27,10 @@ typedef struct rma_ucx_lanes {
  * network devices: their atomic and RMA lanes reach only memory UCX allocated, or are
  * emulated with active messages. */
 void rma_ucx_lanes_read(const char *text, rma_ucx_lanes_t *out);
+
+/* 1 when the resource table in text (what ucp_context_print_info printed, "resource i : md
+ * m dev d flags -- <tl>/<dev>") names a network device: registering memory may then pin
+ * its pages for a NIC, so registered pages must never be moved. */
+int rma_ucx_context_has_device(const char *text);
 
 #endif

@@ -50,6 +50,7 @@ static struct {
     peer_t *peers; /* by MPI_COMM_WORLD rank */
     int npeers;
     int started, failed;
+    int has_device;    /* a network device among the context's resources (ucx_movable) */
     size_t am_hdr_max; /* the smaller of the workers' max_am_header */
     rma_nm_am_cb_t am[RMA_NM_AM_MAX];
     rma_nm_am_rndv_cb_t am_rndv[RMA_NM_AM_MAX];
@@ -543,6 +544,23 @@ static size_t worker_am_hdr_max(ucp_worker_h w)
     return ucp_worker_query(w, &a) == UCS_OK ? a.max_am_header : 0;
 }
 
+/* 1 when the context may register memory with a network device (or cannot tell). */
+static int context_has_device(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int dev = 1;
+
+    if (f == NULL)
+        return 1;
+    ucp_context_print_info(ux.ctx, f);
+    if (fclose(f) == 0 && text != NULL)
+        dev = rma_ucx_context_has_device(text);
+    free(text);
+    return dev;
+}
+
 static int ucx_start(const char **why)
 {
     ucp_params_t params = {.field_mask =
@@ -589,6 +607,7 @@ static int ucx_start(const char **why)
     *why = "ucp_init failed (no usable transport?)";
     if (ucp_init(&params, cfg, &ux.ctx) != UCS_OK)
         goto out;
+    ux.has_device = context_has_device();
     PMPI_Query_thread(&level);
     mode = level == MPI_THREAD_MULTIPLE ? UCS_THREAD_MODE_MULTI : UCS_THREAD_MODE_SINGLE;
     *why = "ucp_worker_create failed";
@@ -780,6 +799,7 @@ static int ucx_tgt_init(rma_nm_tgt_t *t, int w)
         return -ENOTCONN;
     t->dev_amo = ux.peers[w].lanes.dev_amo;
     t->dev_rma = ux.peers[w].lanes.dev_rma;
+    t->maps = ux.peers[w].lanes.maps;
     t->ordered = ux.peers[w].lanes.ordered && rma_env.ordered;
     /* over tcp alone UCX's puts and gets are active messages too, each acknowledged: larger
      * pieces and more of them in one of librma's requests cost no more and move 3-8 times
@@ -873,6 +893,11 @@ static int ucx_expose_alloc(size_t len, void **base, rma_nm_mem_t *mem)
     return rc;
 }
 
+static int ucx_movable(void)
+{
+    return ux.started && !ux.has_device;
+}
+
 static void ucx_unexpose(rma_nm_mem_t *mem)
 {
     if (mem->addr != NULL && mem->len <= MEM_POOL_MAX_LEN) {
@@ -927,6 +952,10 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
 
     if (rc != 0)
         return rc;
+    /* UCX writes memory it does not map by CMA (its cma lane) from this thread: not while
+     * the owner moves it (windows/expose.c) */
+    if (write)
+        rma_nm_write_begin(t);
     for (i = 0; i < n && rc == 0; i++) {
         uint64_t raddr = (uint64_t)(uintptr_t)remote[i].iov_base;
         rc = post_req(t,
@@ -935,6 +964,8 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
                           : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p),
                       &busy);
     }
+    if (write)
+        rma_nm_write_end(t);
     if (rc == 0 || i > 1) { /* some were issued */
         ep_issued(t);
         if (busy)
@@ -1299,6 +1330,7 @@ const rma_netmod_t rma_nm_ucx = {
     .tgt_init = ucx_tgt_init,
     .expose = ucx_expose,
     .expose_alloc = ucx_expose_alloc,
+    .movable = ucx_movable,
     .unexpose = ucx_unexpose,
     .am_handler = ucx_am_handler,
     .am_reply = ucx_am_reply,
