@@ -175,13 +175,22 @@ static void serve_create(rma_win_t *win, rma_ctl_rank_t *me)
 {
     rma_memreg_t *reg;
 
-    if (win->expose != NULL || win->size == 0)
+    if (win->size == 0)
         return;
-    /* a window with (only) off-node peers: onto a block from UCX (rma_expose_offer_net) */
-    reg = move_quiet(me, win->base, (size_t)win->size, win->net);
-    if (reg == NULL)
-        return;
-    win->expose = reg;
+    if (win->expose != NULL) {
+        /* on a block from UCX already (another window's moved pages): published once, for
+         * off-node peers; anything else was published at creation */
+        if (!win->net || win->expose->net == NULL ||
+            atomic_load_explicit(&me->expose_seq, memory_order_relaxed) != 0)
+            return;
+        reg = win->expose;
+    } else {
+        /* a window with (only) off-node peers: onto a block from UCX (rma_expose_offer_net) */
+        reg = move_quiet(me, win->base, (size_t)win->size, win->net);
+        if (reg == NULL)
+            return;
+        win->expose = reg;
+    }
     atomic_fetch_add_explicit(&me->expose_seq, 1, memory_order_acq_rel);
     me->expose_seg_id = reg->seg_id;
     me->expose_seg_base = reg->base;
@@ -207,16 +216,25 @@ static void serve_dynamic(rma_win_t *win, rma_ctl_rank_t *me, uintptr_t addr)
             break;
     if (pos == n || (r = &win->dyn_tab[pos])->seg_id != 0)
         return;
-    reg = move_quiet(me, (void *)(uintptr_t)r->base, (size_t)r->len, 0);
+    /* a window with (only) off-node peers: onto a block from UCX, whose key the region's
+     * table entry then sends them (win_dynamic.c dyn_serve) */
+    reg = move_quiet(me, (void *)(uintptr_t)r->base, (size_t)r->len, win->net);
     if (reg == NULL)
         return;
+    pthread_mutex_lock(&win->dyn_mtx); /* dyn_serve reads the entries under it */
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_acq_rel);
     r->seg_id = reg->seg_id;
     r->seg_base = reg->base;
     r->seg_len = reg->len;
     r->seg_fd = reg->fd; /* r->atomic stays 0: peers keep taking stripe locks */
-    atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
     win->dyn_regs[pos] = reg;
+    atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
+    pthread_mutex_unlock(&win->dyn_mtx);
+    if (win->net && rma_env.verbose >= 2)
+        fprintf(stderr,
+                "librma: window 0x%x: rank %d moved region [0x%lx, +%lu) onto UCX's shared "
+                "memory\n",
+                (unsigned)win->handle, win->rank, (unsigned long)r->base, (unsigned long)r->len);
 }
 
 void rma_expose_serve(rma_win_t *win)
@@ -272,6 +290,8 @@ typedef struct move_req {
     uint32_t serial; /* ... and its serial there */
     uint32_t kind;   /* MOVE_* */
     uint32_t pad;
+    uint64_t addr; /* MOVE_ASK: an address of the memory to move (dynamic windows: of its
+                      region) */
 } move_req_t;
 
 typedef struct move_reply {
@@ -288,21 +308,20 @@ typedef struct move_wait {
     void *blob;
 } move_wait_t;
 
-void rma_expose_offer_net(rma_win_t *win)
+void rma_expose_offer_net(rma_win_t *win, void *addr, size_t len)
 {
     rma_ctl_rank_t *me = rma_ctl_rank(win->ctl, win->rank);
     int maps = 0;
 
-    if (!rma_env.create_remap || win->flavor != MPI_WIN_FLAVOR_CREATE || win->size == 0 ||
-        !rma_locality_alone() || !rma_net->movable())
+    if (!rma_env.create_remap || len == 0 || !rma_locality_alone() || !rma_net->movable())
         return;
     for (int t = 0; t < win->nranks; t++)
         maps |= !win->targets[t].local && win->targets[t].nm.maps;
     if (!maps) /* no peer would map it */
         return;
     rma_expose_offer(win);
-    if ((size_t)win->size <= rma_env.move_eager) {
-        atomic_store_explicit(&me->move_addr, (uint64_t)(uintptr_t)win->base, memory_order_release);
+    if (len <= rma_env.move_eager) {
+        atomic_store_explicit(&me->move_addr, (uint64_t)(uintptr_t)addr, memory_order_release);
         rma_agent_retry();
         rma_agent_wake();
     }
@@ -321,13 +340,13 @@ static void move_serve(const void *hdr, size_t hlen, const void *data, size_t le
     if (hlen < sizeof(*q))
         return;
     win = rma_win_lookup((MPI_Win)q->win);
-    if (win != NULL && (win->serial != q->serial || win->flavor != MPI_WIN_FLAVOR_CREATE ||
+    if (win != NULL && (win->serial != q->serial || win->flavor == MPI_WIN_FLAVOR_ALLOCATE ||
                         !atomic_load_explicit(&win->expose_ready, memory_order_acquire)))
         win = NULL;
     if (q->kind == MOVE_ASK) {
-        if (win != NULL) {
-            atomic_store_explicit(&rma_ctl_rank(win->ctl, win->rank)->move_addr,
-                                  (uint64_t)(uintptr_t)win->base, memory_order_release);
+        if (win != NULL && q->addr != 0) {
+            atomic_store_explicit(&rma_ctl_rank(win->ctl, win->rank)->move_addr, q->addr,
+                                  memory_order_release);
             rma_agent_retry();
             rma_agent_wake();
         }
@@ -335,6 +354,8 @@ static void move_serve(const void *hdr, size_t hlen, const void *data, size_t le
     }
     if (reply_ep == NULL)
         return;
+    if (win != NULL && win->flavor != MPI_WIN_FLAVOR_CREATE)
+        win = NULL;
     r.cookie = q->cookie;
     r.err = EAGAIN;
     /* the agent sets expose under the mutex: a thread holding it, ask again later */
@@ -417,7 +438,8 @@ static void move_fetch(rma_win_t *win, int trank)
 {
     rma_target_t *tg = &win->targets[trank];
     move_wait_t w = {.left = 1};
-    move_req_t q = {(uint64_t)(uintptr_t)&w, (int32_t)tg->peer_win, tg->peer_serial, MOVE_FETCH, 0};
+    move_req_t q = {
+        (uint64_t)(uintptr_t)&w, (int32_t)tg->peer_win, tg->peer_serial, MOVE_FETCH, 0, 0};
 
     if (tg->nm.ops->am_send(&tg->nm, RMA_NM_AM_MOVE_REQ, &q, sizeof(q), NULL, 0, RMA_NM_AM_COPY) !=
         0)
@@ -430,31 +452,40 @@ static void move_fetch(rma_win_t *win, int trank)
     free(w.blob);
 }
 
-void rma_expose_note_net(rma_win_t *win, int trank, size_t bytes)
+void rma_expose_note_net(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes,
+                         size_t region_len)
 {
     rma_target_t *tg = &win->targets[trank];
     uint64_t seq;
 
-    if (!rma_env.create_remap || win->flavor != MPI_WIN_FLAVOR_CREATE || tg->local ||
-        tg->nm.ops == NULL || tg->nm.ctl_map == NULL || tg->nm.data_map != NULL || tg->nm.dev_rma ||
-        tg->size == 0)
+    if (!rma_env.create_remap || win->flavor == MPI_WIN_FLAVOR_ALLOCATE || tg->local ||
+        tg->nm.ops == NULL || !tg->nm.maps || tg->nm.data_map != NULL || tg->nm.dev_rma ||
+        region_len == 0)
         return;
-    /* the owner published a move (its control slot, mapped here) */
-    seq = atomic_load_explicit(
-        (_Atomic uint64_t *)(tg->nm.ctl_map + RMA_CTL_OFF(win, trank, expose_seq)),
-        memory_order_acquire);
-    if (seq != 0 && !(seq & 1) && seq != tg->expose_seen) {
-        tg->expose_seen = seq;
-        move_fetch(win, trank);
-        return;
+    /* the owner published a move in its control slot, mapped here: a create window's in
+     * expose_seq (the block's key is fetched), a dynamic window's in its region table's
+     * generation (the table is fetched again at the next access, not only the next epoch) */
+    if (tg->nm.ctl_map != NULL) {
+        size_t off = win->flavor == MPI_WIN_FLAVOR_CREATE ? RMA_CTL_OFF(win, trank, expose_seq)
+                                                          : RMA_CTL_OFF(win, trank, dyn_seq);
+        seq =
+            atomic_load_explicit((_Atomic uint64_t *)(tg->nm.ctl_map + off), memory_order_acquire);
+        if (seq != 0 && !(seq & 1) && seq != tg->expose_seen) {
+            tg->expose_seen = seq;
+            if (win->flavor == MPI_WIN_FLAVOR_CREATE)
+                move_fetch(win, trank);
+            else
+                rma_win_dyn_recheck(win, trank);
+            return;
+        }
     }
     if (tg->cma_budget == 0)
-        tg->cma_budget = MOVE_FIXED_NS + (uint64_t)tg->size / 8;
+        tg->cma_budget = MOVE_FIXED_NS + (uint64_t)region_len / 8;
     tg->cma_ns += NET_EMU_NS + bytes / 10;
     if (tg->cma_ns < tg->cma_budget)
         return;
     /* ask again only after as much traffic again: the owner may have refused */
     tg->cma_budget = 2 * tg->cma_ns;
-    move_req_t q = {0, (int32_t)tg->peer_win, tg->peer_serial, MOVE_ASK, 0};
+    move_req_t q = {0, (int32_t)tg->peer_win, tg->peer_serial, MOVE_ASK, 0, (uint64_t)taddr};
     (void)tg->nm.ops->am_send(&tg->nm, RMA_NM_AM_MOVE_REQ, &q, sizeof(q), NULL, 0, RMA_NM_AM_COPY);
 }

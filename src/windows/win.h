@@ -347,6 +347,10 @@ int rma_win_dyn_init(rma_win_t *win);
 void rma_win_dyn_destroy(rma_win_t *win);
 /* Registers the active-message handlers of off-node region tables (once UCX runs). */
 void rma_win_dyn_net_init(void);
+
+/* Origin: the next access to off-node target t of the dynamic window compares the target's
+ * region-table generation with the cached table's again (its owner moved a region). */
+void rma_win_dyn_recheck(rma_win_t *win, int t);
 int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size);
 int rma_win_detach(rma_win_t *win, const void *base);
 /* One attached region of a dynamic-window target as an origin sees it: where it is mapped
@@ -390,19 +394,23 @@ void rma_expose_refresh(rma_win_t *win, int trank);
 /* Owner's agent: serves a peer's request to move this rank's memory of the window. */
 void rma_expose_serve(rma_win_t *win);
 
-/* Owner, at creation of a create window whose peers are all off node and map its control
- * words through UCX: lets its agent move the memory onto UCX's shared memory, at once when
- * the window is small (RMA_MOVE_EAGER), else when a peer asks. */
-void rma_expose_offer_net(rma_win_t *win);
+/* Owner alone on its node, at creation of a create window or attach of a region [addr,
+ * addr+len) that it registered with UCX: lets its agent move the memory onto UCX's shared
+ * memory, at once when small (RMA_MOVE_EAGER), else when a peer asks; only when a peer has
+ * a shared-memory transport to it (nm.maps). */
+void rma_expose_offer_net(rma_win_t *win, void *addr, size_t len);
 
 /* Registers the active-message handlers of moves for off-node peers (once UCX runs). */
 void rma_expose_net_init(void);
 
-/* Origin, create windows: `bytes` went to off-node target trank through UCX's emulation of
- * RDMA (memory UCX does not map here, though it maps the target's control words). Maps the
- * memory (nm.data_map) once the target published that it moved it onto UCX's shared
- * memory; asks for the move once that traffic has cost about as much as the move. */
-void rma_expose_note_net(rma_win_t *win, int trank, size_t bytes);
+/* Origin: `bytes` at target address taddr, in a window or region of region_len bytes, went
+ * to off-node target trank through UCX's emulation of RDMA (memory UCX does not map here).
+ * Create windows: maps the memory (nm.data_map) once the target published that it moved
+ * it onto UCX's shared memory. Asks for the move once that traffic has cost about as much
+ * as the move (dynamic windows: the region holding taddr, seen moved at the next fetch of
+ * the target's region table). */
+void rma_expose_note_net(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes,
+                         size_t region_len);
 
 /* ------------------------------------------------------------------ locality (locality.c) */
 

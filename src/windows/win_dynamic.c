@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
+#include "mpid/rma/hx.h"
 #include "netmod/netmod.h"
 #include "sync/ctl.h"
 #include "sync/wait.h"
@@ -47,8 +48,9 @@ typedef struct rma_dyn_cache {
     struct dyn_entry {
         uint64_t base, len;
         void *key;
-        char *map;  /* where UCX maps the region here (an MPI_Alloc_mem block from UCX), or
-                       NULL */
+        char *map;  /* where UCX maps the region here (an MPI_Alloc_mem block from UCX, or a
+                       block the owner moved the region onto: mkey), or NULL */
+        void *mkey; /* the key of that moved-onto block (key stays the region's own) */
         int atomic; /* elements with a CPU atomic take atomics there (doc/atomicity.md) */
     } * r;
 } rma_dyn_cache_t;
@@ -69,6 +71,9 @@ typedef struct dyn_reply {
 
 typedef struct dyn_wire {
     uint64_t base, len, key_len, atomic;
+    uint64_t map_key_len; /* the region was moved onto a block from UCX: its key follows the
+                             region's own, ... */
+    uint64_t map_at;      /* ... which addresses the region's first byte here */
 } dyn_wire_t;
 
 typedef struct dyn_wait {
@@ -97,10 +102,22 @@ static void dcache_free(rma_nm_tgt_t *nm, rma_dyn_cache_t *c)
 {
     if (c == NULL)
         return;
-    for (int i = 0; i < c->n; i++)
+    for (int i = 0; i < c->n; i++) {
         nm->ops->key_close(c->r[i].key);
+        if (c->r[i].mkey != NULL)
+            nm->ops->key_close(c->r[i].mkey);
+    }
     free(c->r);
     free(c);
+}
+
+/* The registration of the block from UCX that region i was moved onto (expose.c), or
+ * NULL (dyn_mtx held). */
+static const rma_memreg_t *moved_onto(const rma_win_t *win, uint32_t i)
+{
+    const rma_memreg_t *mr = win->dyn_regs != NULL ? win->dyn_regs[i] : NULL;
+
+    return mr != NULL && mr->net != NULL ? mr : NULL;
 }
 
 /* Target's agent: answers a request for this rank's regions of a window. */
@@ -126,7 +143,8 @@ static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len
     h.n = win->dyn_n;
     blen = (size_t)h.n * sizeof(dyn_wire_t);
     for (uint32_t i = 0; i < h.n; i++)
-        blen += ((rma_nm_mem_t *)win->dyn_net[i])->blob_len;
+        blen += ((rma_nm_mem_t *)win->dyn_net[i])->blob_len +
+                (moved_onto(win, i) != NULL ? moved_onto(win, i)->net->blob_len : 0);
     buf = malloc(blen + 1);
     if (buf == NULL) {
         h.err = 1;
@@ -135,11 +153,22 @@ static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len
     off = (size_t)h.n * sizeof(dyn_wire_t);
     for (uint32_t i = 0; buf != NULL && i < h.n; i++) {
         rma_nm_mem_t *m = win->dyn_net[i];
-        dyn_wire_t w = {win->dyn_tab[i].base, win->dyn_tab[i].len, m->blob_len,
-                        (uint64_t)win->dyn_tab[i].atomic};
-        memcpy(buf + i * sizeof(w), &w, sizeof(w));
+        const rma_memreg_t *mr = moved_onto(win, i);
+        dyn_wire_t w = {win->dyn_tab[i].base,
+                        win->dyn_tab[i].len,
+                        m->blob_len,
+                        (uint64_t)win->dyn_tab[i].atomic,
+                        0,
+                        0};
         memcpy(buf + off, m->blob, m->blob_len);
         off += m->blob_len;
+        if (mr != NULL) {
+            w.map_key_len = mr->net->blob_len;
+            w.map_at = mr->net_at + (win->dyn_tab[i].base - mr->base);
+            memcpy(buf + off, mr->net->blob, mr->net->blob_len);
+            off += mr->net->blob_len;
+        }
+        memcpy(buf + i * sizeof(w), &w, sizeof(w));
     }
     pthread_mutex_unlock(&win->dyn_mtx);
     rma_net->am_reply(reply_ep, RMA_NM_AM_DYN_REPLY, &h, sizeof(h), buf, buf ? blen : 0,
@@ -180,7 +209,7 @@ static int dcache_fetch(rma_win_t *win, int t)
     rma_dyn_cache_t *c;
     const dyn_reply_t *h;
     size_t off;
-    int rc;
+    int rc, quiet;
 
     rc = tg->nm.ops->am_send(&tg->nm, RMA_NM_AM_DYN_REQ, &q, sizeof(q), NULL, 0, RMA_NM_AM_COPY);
     if (rc != 0)
@@ -197,6 +226,9 @@ static int dcache_fetch(rma_win_t *win, int t)
         return rc;
     }
     c->gen = h->gen;
+    /* a region the owner moved is mapped only once nothing issued to the target is in
+     * flight: loads and stores must not overtake it (else the next fetch maps it) */
+    quiet = !rma_nm_pending(&tg->nm) && !rma_hx_in_flight(&tg->nm);
     off = sizeof(*h) + (size_t)h->n * sizeof(dyn_wire_t);
     for (uint32_t i = 0; i < h->n; i++) {
         dyn_wire_t e;
@@ -207,6 +239,13 @@ static int dcache_fetch(rma_win_t *win, int t)
         c->r[i].key = tg->nm.ops->key_open(&tg->nm, w.buf + off);
         c->r[i].map = tg->nm.ops->key_ptr(c->r[i].key, e.base);
         off += e.key_len;
+        if (e.map_key_len > 0 && quiet) {
+            c->r[i].mkey = tg->nm.ops->key_open(&tg->nm, w.buf + off);
+            c->r[i].map = tg->nm.ops->key_ptr(c->r[i].mkey, e.map_at);
+        } else if (e.map_key_len > 0) {
+            c->gen = 0;
+        }
+        off += e.map_key_len;
         c->n++;
     }
     free(w.buf);
@@ -237,6 +276,14 @@ static int dcache_lookup(const rma_dyn_cache_t *c, uintptr_t addr, size_t len, r
         at = c->r[i].base + c->r[i].len;
     }
     return at < end || end < addr ? 0 : found;
+}
+
+void rma_win_dyn_recheck(rma_win_t *win, int t)
+{
+    pthread_mutex_lock(&win->mtx);
+    if (win->targets[t].dcache != NULL)
+        win->targets[t].dcache->checked = win->sync_gen - 1;
+    pthread_mutex_unlock(&win->mtx);
 }
 
 /* rma_win_dyn_resolve for an off-node target. */
@@ -445,6 +492,8 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
     atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
     if (reg == NULL && win->nranks > 1 && !win->net)
         rma_expose_offer(win); /* peers reach it through CMA until the agent moves it */
+    else if (block == NULL && (reg == NULL || reg->net != NULL) && win->net)
+        rma_expose_offer_net(win, base, (size_t)size); /* UCX emulates RDMA on it till then */
 out:
     pthread_mutex_unlock(&win->mtx);
     return rc;

@@ -650,8 +650,8 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     /* memory registered with UCX stays where it is: a NIC may have pinned its pages */
     if (win->expose == NULL && size > 0 && !win->net)
         rma_expose_offer(win); /* peers reach us through CMA until the agent moves it */
-    else if (win->expose == NULL && size > 0 && win->net_data != NULL)
-        rma_expose_offer_net(win); /* off-node peers: UCX emulates RDMA on it until then */
+    else if (size > 0 && win->net_data != NULL && (win->expose == NULL || win->expose->net))
+        rma_expose_offer_net(win, base, (size_t)size); /* UCX emulates RDMA on it till then */
     *win_p = win;
     return MPI_SUCCESS;
 }

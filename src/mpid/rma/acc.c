@@ -1263,7 +1263,8 @@ done:
     if (a->mv.ncma > 0 && win->targets[trank].local) /* as Put/Get: CMA counts to a move */
         rma_expose_note(win, trank, a->mv.cma_addr, bytes, a->mv.cma_region);
     else if (!win->targets[trank].local && rc == 0 && !rma_tspan_mapped(&a->span))
-        rma_expose_note_net(win, trank, bytes);
+        rma_expose_note_net(win, trank, a->span.taddr, bytes,
+                            rma_tspan_region(&a->span, a->span.taddr));
     if (rc == 0 && rpk != NULL)
         rma_dtl_copy(result, a->rd, rcount, rpk, a->bd, a->nelem);
     if (rc == 1)

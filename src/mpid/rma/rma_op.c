@@ -345,7 +345,8 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     if (x.mv.ncma > 0 && win->targets[trank].local)
         rma_expose_note(win, trank, x.mv.cma_addr, (size_t)tbytes, x.mv.cma_region);
     else if (!win->targets[trank].local && rc == 0 && x.mv.err == 0)
-        rma_expose_note_net(win, trank, (size_t)tbytes);
+        rma_expose_note_net(win, trank, span.taddr, (size_t)tbytes,
+                            rma_tspan_region(&span, span.taddr));
     rma_tspan_done(&span);
     if (rc == -1 && x.mv.err == 0)
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
