@@ -61,6 +61,7 @@ int MPI_Finalize(void)
 
     if (live > 0 && rma_env.verbose)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
+    rma_expose_end();     /* the agent moves nothing onto the transport's memory now */
     rma_memreg_net_end(); /* MPI_Alloc_mem blocks from the transport, which must end */
     if (rma_net != NULL)
         rma_net->finalize(); /* collective when any process started it */

@@ -87,8 +87,7 @@ typedef struct rma_nm_tgt {
                                          ucp_put/get_nbx, not as a rendezvous through the
                                          target's agent (RMA_RNDV) */
     int maps;                         /* ucx: UCX maps memory it allocated between the
-                                         two processes (a shared-memory transport of one
-                                         machine), both ways */
+                                         two processes (a sysv or posix lane), both ways */
     int ordered;                      /* ucx: the target applies this process's puts, gets
                                          and atomics in the order they were issued (UCX
                                          emulates them over one tcp stream): see order */

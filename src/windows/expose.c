@@ -196,7 +196,6 @@ static void serve_create(rma_win_t *win, rma_ctl_rank_t *me)
     me->expose_seg_base = reg->base;
     me->expose_seg_len = reg->len;
     me->expose_seg_fd = reg->fd;
-    me->expose_net_at = reg->net_at;
     atomic_fetch_add_explicit(&me->expose_seq, 1, memory_order_release);
     if (win->net && rma_env.verbose >= 2)
         fprintf(stderr, "librma: window 0x%x: rank %d moved its memory onto UCX's shared memory\n",
@@ -237,6 +236,18 @@ static void serve_dynamic(rma_win_t *win, rma_ctl_rank_t *me, uintptr_t addr)
                 (unsigned)win->handle, win->rank, (unsigned long)r->base, (unsigned long)r->len);
 }
 
+/* Moves are served until MPI_Finalize begins (rma_expose_end): the transport a move onto
+ * its memory uses is about to end. */
+static pthread_mutex_t serve_lock = PTHREAD_MUTEX_INITIALIZER;
+static int serve_ended;
+
+void rma_expose_end(void)
+{
+    pthread_mutex_lock(&serve_lock);
+    serve_ended = 1;
+    pthread_mutex_unlock(&serve_lock);
+}
+
 void rma_expose_serve(rma_win_t *win)
 {
     rma_ctl_rank_t *me;
@@ -255,10 +266,14 @@ void rma_expose_serve(rma_win_t *win)
         rma_agent_retry();
         return;
     }
-    if (win->flavor == MPI_WIN_FLAVOR_CREATE)
+    pthread_mutex_lock(&serve_lock);
+    if (serve_ended)
+        ;
+    else if (win->flavor == MPI_WIN_FLAVOR_CREATE)
         serve_create(win, me);
     else if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
         serve_dynamic(win, me, (uintptr_t)addr);
+    pthread_mutex_unlock(&serve_lock);
     pthread_mutex_unlock(&win->mtx);
 }
 
@@ -313,7 +328,10 @@ void rma_expose_offer_net(rma_win_t *win, void *addr, size_t len)
     rma_ctl_rank_t *me = rma_ctl_rank(win->ctl, win->rank);
     int maps = 0;
 
-    if (!rma_env.create_remap || len == 0 || !rma_locality_alone() || !rma_net->movable())
+    /* peers see the move, and hold off their CMA writes, through this rank's control words,
+     * which they map when UCX allocated the segment (win_seg_from_ucx) */
+    if (!rma_env.create_remap || len == 0 || !win->seg_ucx || !rma_locality_alone() ||
+        !rma_net->movable())
         return;
     for (int t = 0; t < win->nranks; t++)
         maps |= !win->targets[t].local && win->targets[t].nm.maps;
@@ -474,7 +492,7 @@ void rma_expose_note_net(rma_win_t *win, int trank, uintptr_t taddr, size_t byte
             tg->expose_seen = seq;
             if (win->flavor == MPI_WIN_FLAVOR_CREATE)
                 move_fetch(win, trank);
-            else
+            else if (rma_ctl_flush(win, trank) == 0) /* the table maps it when quiet */
                 rma_win_dyn_recheck(win, trank);
             return;
         }

@@ -445,8 +445,9 @@ static int uffd_open(void)
     return uffd;
 }
 
-/* 1 when a mapping in [lo, hi) is (or may become) backed by transparent huge pages: moving
- * it onto a segment would make the application's own accesses slower. */
+/* 1 when a mapping in [lo, hi) is (or may become) backed by transparent huge pages, or is
+ * hugetlb memory: moving it onto a segment would make the application's own accesses
+ * slower. */
 static int range_has_huge(uintptr_t lo, uintptr_t hi)
 {
     FILE *f = fopen("/proc/self/smaps", "r");
@@ -465,7 +466,8 @@ static int range_has_huge(uintptr_t lo, uintptr_t hi)
             continue;
         if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0)
             huge = 1;
-        else if (strncmp(line, "VmFlags:", 8) == 0 && strstr(line, " hg") != NULL)
+        else if (strncmp(line, "VmFlags:", 8) == 0 &&
+                 (strstr(line, " hg") != NULL || strstr(line, " ht") != NULL))
             huge = 1;
     }
     fclose(f);
@@ -585,6 +587,11 @@ static rma_nm_mem_t *net_dest(size_t len, seg_dest_t *d)
     m->addr = NULL;
     d->fd = -1;
     d->shmid = sysv_id((uintptr_t)d->tmp, len);
+    /* UCX tries huge pages first: such a block cannot go over 4 KiB-aligned pages, nor
+     * should the program's pages become huge ones (only a length of whole huge pages can) */
+    if (d->shmid >= 0 && len % (2u << 20) == 0 &&
+        range_has_huge((uintptr_t)d->tmp, (uintptr_t)d->tmp + len))
+        d->shmid = -1;
     if (d->shmid < 0) {
         rma_net_mem_free(m);
         return NULL;

@@ -75,8 +75,7 @@ typedef struct rma_ctl_rank {
     _Atomic uint64_t move_addr;   /* a peer asks: move the memory holding this address */
     _Atomic uint32_t moving;      /* the owner's agent is moving memory: no CMA writes */
     _Atomic uint32_t cma_writers; /* peers' CMA writes in flight to this rank */
-    uint64_t expose_net_at;       /* the segment is a block from UCX (fd -1): its own mapping, which
-                             * its key addresses (off-node peers, expose.c) */
+    char pad4[RMA_CACHE_LINE - 56];
 } rma_ctl_rank_t;
 
 _Static_assert(sizeof(rma_ctl_rank_t) == 5 * RMA_CACHE_LINE, "ctl rank is 5 cache lines");
@@ -175,7 +174,8 @@ typedef struct rma_target {
     int node;             /* off node: its node's index in win->reps */
     rma_nm_tgt_t nm;      /* how bytes and words not mapped here reach it (netmod.h) */
     int lock_holders;     /* threads of ours inside MPI_Win_lock epochs on this target */
-    uint64_t expose_seen; /* create windows: the target's expose_seq mapped here */
+    uint64_t expose_seen; /* create windows: the target's expose_seq mapped here (off node:
+                           * last seen published; dynamic windows: its dyn_seq) */
     uint64_t cma_ns;      /* estimated time spent reaching the target through CMA (off
                            * node: through UCX's emulation of RDMA) */
     uint64_t cma_budget;  /* ... at which to ask the target to move its memory */
@@ -393,6 +393,10 @@ void rma_expose_refresh(rma_win_t *win, int trank);
 
 /* Owner's agent: serves a peer's request to move this rank's memory of the window. */
 void rma_expose_serve(rma_win_t *win);
+
+/* MPI_Finalize, before the transport ends: no move is served from now on (none is under
+ * way when this returns). */
+void rma_expose_end(void);
 
 /* Owner alone on its node, at creation of a create window or attach of a region [addr,
  * addr+len) that it registered with UCX: lets its agent move the memory onto UCX's shared

@@ -48,10 +48,11 @@ typedef struct rma_dyn_cache {
     struct dyn_entry {
         uint64_t base, len;
         void *key;
-        char *map;  /* where UCX maps the region here (an MPI_Alloc_mem block from UCX, or a
+        char *map;       /* where UCX maps the region here (an MPI_Alloc_mem block from UCX, or a
                        block the owner moved the region onto: mkey), or NULL */
-        void *mkey; /* the key of that moved-onto block (key stays the region's own) */
-        int atomic; /* elements with a CPU atomic take atomics there (doc/atomicity.md) */
+        void *mkey;      /* the key of that moved-onto block (key stays the region's own) ... */
+        uint64_t map_at; /* ... and its address of the region's first byte */
+        int atomic;      /* elements with a CPU atomic take atomics there (doc/atomicity.md) */
     } * r;
 } rma_dyn_cache_t;
 
@@ -200,6 +201,16 @@ void rma_win_dyn_net_init(void)
     rma_net->am_handler(RMA_NM_AM_DYN_REPLY, dyn_answer, NULL);
 }
 
+/* The entry of cache c that mapped the moved region e describes, or NULL. */
+static struct dyn_entry *moved_mapped(rma_dyn_cache_t *c, const dyn_wire_t *e)
+{
+    for (int i = 0; c != NULL && i < c->n; i++)
+        if (c->r[i].mkey != NULL && c->r[i].base == e->base && c->r[i].len == e->len &&
+            c->r[i].map_at == e->map_at)
+            return &c->r[i];
+    return NULL;
+}
+
 /* Fetches target t's regions and keys into its cache. 0 or -errno. */
 static int dcache_fetch(rma_win_t *win, int t)
 {
@@ -210,6 +221,7 @@ static int dcache_fetch(rma_win_t *win, int t)
     const dyn_reply_t *h;
     size_t off;
     int rc, quiet;
+    struct dyn_entry *old;
 
     rc = tg->nm.ops->am_send(&tg->nm, RMA_NM_AM_DYN_REQ, &q, sizeof(q), NULL, 0, RMA_NM_AM_COPY);
     if (rc != 0)
@@ -239,12 +251,18 @@ static int dcache_fetch(rma_win_t *win, int t)
         c->r[i].key = tg->nm.ops->key_open(&tg->nm, w.buf + off);
         c->r[i].map = tg->nm.ops->key_ptr(c->r[i].key, e.base);
         off += e.key_len;
-        if (e.map_key_len > 0 && quiet) {
+        if (e.map_key_len > 0 && (old = moved_mapped(tg->dcache, &e)) != NULL) {
+            c->r[i].mkey = old->mkey; /* mapped before: kept */
+            c->r[i].map = old->map;
+            old->mkey = NULL;
+        } else if (e.map_key_len > 0 && quiet) {
             c->r[i].mkey = tg->nm.ops->key_open(&tg->nm, w.buf + off);
             c->r[i].map = tg->nm.ops->key_ptr(c->r[i].mkey, e.map_at);
         } else if (e.map_key_len > 0) {
-            c->gen = 0;
+            c->gen = 0;          /* fetched again at the next access ... */
+            tg->expose_seen = 0; /* ... after the next flush (windows/expose.c) */
         }
+        c->r[i].map_at = e.map_at;
         off += e.map_key_len;
         c->n++;
     }

@@ -481,9 +481,9 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
          * whose memory UCX maps here: an MPI_Alloc_mem block from UCX (with xpmem, any) */
         if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE || in->data_len)
             tg->nm.data_map = tg->nm.ops->key_ptr(tg->nm.data_key, in->data_raddr);
-        /* a create window's owner may move its memory for us (windows/expose.c): UCX's
+        /* the owner may move create or attached memory for us (windows/expose.c): UCX's
          * CMA writes to it then wait as librma's own do, on its control words mapped here */
-        if (win->flavor == MPI_WIN_FLAVOR_CREATE && tg->nm.ctl_map != NULL &&
+        if (win->flavor != MPI_WIN_FLAVOR_ALLOCATE && tg->nm.ctl_map != NULL &&
             tg->nm.data_map == NULL) {
             tg->nm.cma_moving = (_Atomic uint32_t *)(tg->nm.ctl_map + RMA_CTL_OFF(win, t, moving));
             tg->nm.cma_writers =

@@ -30,6 +30,8 @@ static int tl_local(const char *tl)
 
 int rma_ucx_context_has_device(const char *text)
 {
+    int resources = 0;
+
     for (const char *line = text; line != NULL && *line != '\0';) {
         const char *end = strchr(line, '\n'), *tl = strstr(line, "resource");
         const char *flags = tl != NULL ? strstr(tl, "flags") : NULL;
@@ -42,10 +44,11 @@ int rma_ucx_context_has_device(const char *text)
                 w--;
             if (strncmp(w, "tcp/", 4) != 0 && !tl_local(w))
                 return 1;
+            resources++;
         }
         line = end != NULL ? end + 1 : NULL;
     }
-    return 0;
+    return resources == 0; /* a table not understood: maybe */
 }
 
 void rma_ucx_lanes_read(const char *text, rma_ucx_lanes_t *out)
@@ -73,8 +76,7 @@ void rma_ucx_lanes_read(const char *text, rma_ucx_lanes_t *out)
         is_tcp = strncmp(tl, "tcp/", 4) == 0;
         tcp += is_tcp;
         is_local = tl_local(tl);
-        out->maps |= strncmp(tl, "sysv/", 5) == 0 || strncmp(tl, "posix/", 6) == 0 ||
-                     strncmp(tl, "xpmem/", 6) == 0;
+        out->maps |= strncmp(tl, "sysv/", 5) == 0 || strncmp(tl, "posix/", 6) == 0;
         if (is_local || is_tcp)
             continue;
         out->dev_amo |= has_use(buf, "amo");

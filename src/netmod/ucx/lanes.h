@@ -18,8 +18,8 @@ typedef struct rma_ucx_lanes {
                     complete without the target's CPU */
     int ordered; /* every lane is tcp: UCX emulates RMA and atomics with active messages on
                     one byte stream, applied in issue order */
-    int maps;    /* a lane is a shared-memory transport (sysv, posix, xpmem): UCX maps memory
-                    it allocated (or, xpmem, any) into the peer, both ways */
+    int maps;    /* a lane is a shared-memory transport (sysv, posix): UCX maps memory it
+                    allocated into the peer, both ways (xpmem maps any memory already) */
 } rma_ucx_lanes_t;
 
 /* Reads the lane table in text (what ucp_ep_print_info printed) into *out. The transports
@@ -29,8 +29,9 @@ typedef struct rma_ucx_lanes {
 void rma_ucx_lanes_read(const char *text, rma_ucx_lanes_t *out);
 
 /* 1 when the resource table in text (what ucp_context_print_info printed, "resource i : md
- * m dev d flags -- <tl>/<dev>") names a network device: registering memory may then pin
- * its pages for a NIC, so registered pages must never be moved. */
+ * m dev d flags -- <tl>/<dev>") names a network device, or has no resource line this
+ * reads: registering memory may then pin its pages for a NIC, so registered pages must
+ * never be moved. */
 int rma_ucx_context_has_device(const char *text);
 
 #endif
