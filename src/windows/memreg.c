@@ -459,7 +459,9 @@ static int range_has_huge(uintptr_t lo, uintptr_t hi)
     while (!huge && fgets(line, sizeof(line), f)) {
         unsigned long s0, e0, kb;
         if (sscanf(line, "%lx-%lx ", &s0, &e0) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-            in = s0 < hi && e0 > lo;
+            if (s0 >= hi) /* mappings are in address order: the kernel need not walk the rest */
+                break;
+            in = e0 > lo;
             continue;
         }
         if (!in)
