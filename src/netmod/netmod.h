@@ -112,8 +112,9 @@ typedef struct rma_nm_tgt {
     rma_nm_gate_t *_Atomic gate;      /* set: opened before anything is sent to the target */
     rma_shm_held_t *_Atomic held;     /* shm: small transfers held until a flush */
     _Atomic uint32_t *cma_moving;     /* the owner is moving the memory: no write now (shm;
-                                         ucx, to a create window's owner whose control words
-                                         are mapped here: UCX may write by CMA) ... */
+                                         ucx, to the owner of create or attached memory whose
+                                         control words are mapped here: UCX may write by
+                                         CMA) ... */
     _Atomic uint32_t *cma_writers;    /* ... it waits for the writes in flight to end
                                          (rma_nm_write_begin) */
     _Atomic unsigned cma_calls;       /* shm: process_vm_readv/writev calls made */
@@ -296,7 +297,7 @@ enum {
     RMA_NM_AM_DYN_REPLY,
     RMA_NM_AM_HX_REQ, /* host-assisted transfers (mpid/rma/hx.c) */
     RMA_NM_AM_HX_REPLY,
-    RMA_NM_AM_MOVE_REQ, /* moving create-window memory onto the transport's (windows/expose.c) */
+    RMA_NM_AM_MOVE_REQ, /* moving create and attached memory onto the transport's (expose.c) */
     RMA_NM_AM_MOVE_REPLY,
     RMA_NM_AM_MAX
 };

@@ -70,6 +70,20 @@ static void wait_taken(rma_ctl_rank_t *cr, uint64_t cost_ns)
     }
 }
 
+/* Origin: reaching target tg's memory (a window or region of region_len bytes) cost cost_ns
+ * more. 1 when what it cost so far reached what moving that memory would cost: the owner
+ * is to be asked now, and again only after as much traffic again (it may have refused). */
+static int move_paid(rma_target_t *tg, uint64_t cost_ns, size_t region_len)
+{
+    if (tg->cma_budget == 0)
+        tg->cma_budget = MOVE_FIXED_NS + region_len / 8;
+    tg->cma_ns += cost_ns;
+    if (tg->cma_ns < tg->cma_budget)
+        return 0;
+    tg->cma_budget = 2 * tg->cma_ns;
+    return 1;
+}
+
 void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, size_t region_len)
 {
     rma_target_t *tg = &win->targets[trank];
@@ -79,16 +93,12 @@ void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, s
 
     if (!rma_env.create_remap || trank == win->rank)
         return;
-    if (tg->cma_budget == 0)
-        tg->cma_budget = MOVE_FIXED_NS + region_len / 8;
     /* the calls the transport made since the last note (held transfers sent by a flush
      * among them), and this transfer */
-    tg->cma_ns += (uint64_t)(calls - tg->cma_calls) * CMA_CALL_NS + CMA_PIECE_NS + bytes / 10;
+    uint64_t cost = (uint64_t)(calls - tg->cma_calls) * CMA_CALL_NS + CMA_PIECE_NS + bytes / 10;
     tg->cma_calls = calls;
-    if (tg->cma_ns < tg->cma_budget)
+    if (!move_paid(tg, cost, region_len))
         return;
-    /* ask again only after as much traffic again: the owner may have refused the move */
-    tg->cma_budget = 2 * tg->cma_ns;
     fd = atomic_load_explicit(&cr->agent_fd, memory_order_acquire);
     if (fd <= 0)
         return;
@@ -267,11 +277,9 @@ void rma_expose_serve(rma_win_t *win)
         return;
     }
     pthread_mutex_lock(&serve_lock);
-    if (serve_ended)
-        ;
-    else if (win->flavor == MPI_WIN_FLAVOR_CREATE)
+    if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_CREATE)
         serve_create(win, me);
-    else if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
+    else if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
         serve_dynamic(win, me, (uintptr_t)addr);
     pthread_mutex_unlock(&serve_lock);
     pthread_mutex_unlock(&win->mtx);
@@ -323,9 +331,17 @@ typedef struct move_wait {
     void *blob;
 } move_wait_t;
 
+/* Owner: leaves addr for this process's agent, which moves the memory holding it. */
+static void ask_agent(rma_win_t *win, uint64_t addr)
+{
+    atomic_store_explicit(&rma_ctl_rank(win->ctl, win->rank)->move_addr, addr,
+                          memory_order_release);
+    rma_agent_retry();
+    rma_agent_wake();
+}
+
 void rma_expose_offer_net(rma_win_t *win, void *addr, size_t len)
 {
-    rma_ctl_rank_t *me = rma_ctl_rank(win->ctl, win->rank);
     int maps = 0;
 
     /* peers see the move, and hold off their CMA writes, through this rank's control words,
@@ -338,11 +354,8 @@ void rma_expose_offer_net(rma_win_t *win, void *addr, size_t len)
     if (!maps) /* no peer would map it */
         return;
     rma_expose_offer(win);
-    if (len <= rma_env.move_eager) {
-        atomic_store_explicit(&me->move_addr, (uint64_t)(uintptr_t)addr, memory_order_release);
-        rma_agent_retry();
-        rma_agent_wake();
-    }
+    if (len <= rma_env.move_eager)
+        ask_agent(win, (uint64_t)(uintptr_t)addr);
 }
 
 /* Owner (a handler): an origin asks for the move (MOVE_ASK, left to the agent), or for the
@@ -362,12 +375,8 @@ static void move_serve(const void *hdr, size_t hlen, const void *data, size_t le
                         !atomic_load_explicit(&win->expose_ready, memory_order_acquire)))
         win = NULL;
     if (q->kind == MOVE_ASK) {
-        if (win != NULL && q->addr != 0) {
-            atomic_store_explicit(&rma_ctl_rank(win->ctl, win->rank)->move_addr, q->addr,
-                                  memory_order_release);
-            rma_agent_retry();
-            rma_agent_wake();
-        }
+        if (win != NULL && q->addr != 0)
+            ask_agent(win, q->addr);
         return;
     }
     if (reply_ep == NULL)
@@ -497,13 +506,8 @@ void rma_expose_note_net(rma_win_t *win, int trank, uintptr_t taddr, size_t byte
             return;
         }
     }
-    if (tg->cma_budget == 0)
-        tg->cma_budget = MOVE_FIXED_NS + (uint64_t)region_len / 8;
-    tg->cma_ns += NET_EMU_NS + bytes / 10;
-    if (tg->cma_ns < tg->cma_budget)
+    if (!move_paid(tg, NET_EMU_NS + bytes / 10, region_len))
         return;
-    /* ask again only after as much traffic again: the owner may have refused */
-    tg->cma_budget = 2 * tg->cma_ns;
     move_req_t q = {0, (int32_t)tg->peer_win, tg->peer_serial, MOVE_ASK, 0, (uint64_t)taddr};
     (void)tg->nm.ops->am_send(&tg->nm, RMA_NM_AM_MOVE_REQ, &q, sizeof(q), NULL, 0, RMA_NM_AM_COPY);
 }

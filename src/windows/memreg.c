@@ -553,25 +553,30 @@ static int pages_move(uintptr_t lo, size_t len, const rma_memreg_hold_t *hold, c
     return rc;
 }
 
-/* The System V segment the transport mapped at [at, at+len) exactly, or -1: the shmid is
- * the inode /proc/self/maps shows for it. */
+/* The System V segment whose first byte is mapped at start: its id is the inode that
+ * /proc/self/maps shows (*arg: -1 until found). */
+static int vma_sysv(const char *perms, uint64_t offset, uint64_t ino, const char *path,
+                    uintptr_t start, void *arg)
+{
+    int *id = arg;
+
+    if (*id >= 0 || strcmp(perms, "rw-s") != 0 || strncmp(path, "/SYSV", 5) != 0 || offset != 0 ||
+        ino > INT32_MAX)
+        return 0;
+    *id = (int)ino;
+    return 1;
+}
+
+/* The System V segment of exactly len bytes that the transport mapped at at, or -1: shmat
+ * maps a segment whole, so nothing beyond the moved pages may be replaced. */
 static int sysv_id(uintptr_t at, size_t len)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
+    struct shmid_ds ds;
     int id = -1;
 
-    if (f == NULL)
+    if (!vmas_cover(at, at + len, vma_sysv, &id) || shmctl(id, IPC_STAT, &ds) != 0 ||
+        ds.shm_segsz != len)
         return -1;
-    while (id < 0 && fgets(line, sizeof(line), f)) {
-        unsigned long s, e, ino;
-        char perms[8] = "", path[256] = "";
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %255s", &s, &e, perms, &ino, path) == 5 &&
-            s == at && e == at + len && strcmp(perms, "rw-s") == 0 &&
-            strncmp(path, "/SYSV", 5) == 0 && ino <= INT32_MAX)
-            id = (int)ino;
-    }
-    fclose(f);
     return id;
 }
 

@@ -143,9 +143,10 @@ static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len
     h.gen = atomic_load_explicit(&rma_ctl_rank(win->ctl, win->rank)->dyn_seq, memory_order_acquire);
     h.n = win->dyn_n;
     blen = (size_t)h.n * sizeof(dyn_wire_t);
-    for (uint32_t i = 0; i < h.n; i++)
-        blen += ((rma_nm_mem_t *)win->dyn_net[i])->blob_len +
-                (moved_onto(win, i) != NULL ? moved_onto(win, i)->net->blob_len : 0);
+    for (uint32_t i = 0; i < h.n; i++) {
+        const rma_memreg_t *mr = moved_onto(win, i);
+        blen += ((rma_nm_mem_t *)win->dyn_net[i])->blob_len + (mr != NULL ? mr->net->blob_len : 0);
+    }
     buf = malloc(blen + 1);
     if (buf == NULL) {
         h.err = 1;

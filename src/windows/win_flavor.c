@@ -647,7 +647,8 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
                                     : "through cross-memory attach");
     }
     free(all);
-    /* memory registered with UCX stays where it is: a NIC may have pinned its pages */
+    /* memory registered with UCX moves only where no NIC may have pinned its pages
+     * (rma_expose_offer_net) */
     if (win->expose == NULL && size > 0 && !win->net)
         rma_expose_offer(win); /* peers reach us through CMA until the agent moves it */
     else if (size > 0 && win->net_data != NULL && (win->expose == NULL || win->expose->net))

@@ -124,8 +124,9 @@ void rma_env_print(FILE *out)
             rma_env.create_remap);
     fprintf(out,
             "RMA_MOVE_EAGER=%zu  a process alone on its node, whose off-node peers UCX "
-            "reaches through shared memory: its agent moves MPI_Win_create memory of up to "
-            "this many bytes onto UCX's shared memory right after creation (larger: once "
+            "reaches through shared memory: its agent moves MPI_Win_create memory and attached "
+            "regions of up to this many bytes onto UCX's shared memory right after creation "
+            "or attach (larger: once "
             "peers' traffic pays for the copy; 0: only then)\n",
             rma_env.move_eager);
     fprintf(out,

@@ -11,8 +11,9 @@
 typedef struct rma_env {
     int netmod_only;   /* RMA_NETMOD_ONLY: treat every peer as off-node */
     int create_remap;  /* RMA_CREATE_REMAP: move create/attach memory shared when it pays */
-    size_t move_eager; /* RMA_MOVE_EAGER: off-node peers only: create windows up to this many
-                          bytes are moved onto UCX's shared memory at creation */
+    size_t move_eager; /* RMA_MOVE_EAGER: off-node peers only: create-window memory and
+                          attached regions up to this many bytes are moved onto UCX's shared
+                          memory at creation or attach */
     int verbose;       /* RMA_VERBOSE: print errors returned through MPI_ERRORS_RETURN */
     int spin_count;    /* RMA_SPIN_COUNT: busy polls before a waiter starts yielding */
     size_t cma_batch;  /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
