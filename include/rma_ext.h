@@ -27,6 +27,12 @@ enum {
  * an address for dynamic windows). MPI_SUCCESS, or an error class raised on the window. */
 int RMAX_Win_path(MPI_Win win, int target, MPI_Aint disp, MPI_Aint len, int *path);
 
+/* Request-based copies (MPI_Rput, MPI_Rget) this process handed to its progress agent
+ * (RMA_AGENT_COPY), by who made them so far: the agent, while the caller went on, or the
+ * caller, whose wait came before the agent took the copy. Either pointer may be NULL.
+ * MPI_SUCCESS. */
+int RMAX_Agent_copies(long long *by_agent, long long *by_caller);
+
 #ifdef __cplusplus
 }
 #endif

@@ -109,6 +109,12 @@ const char *RMAX_Version(void)
     return PACKAGE_VERSION;
 }
 
+int RMAX_Agent_copies(long long *by_agent, long long *by_caller)
+{
+    rma_xfer_copies(by_agent, by_caller);
+    return MPI_SUCCESS;
+}
+
 int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *path)
 {
     rma_win_t *win;

@@ -10,6 +10,7 @@
 
 #include "mpid/rma/env.h"
 #include "mpid/rma/hx.h"
+#include "mpid/rma/rma.h"
 #include "sync/ctl.h"
 #include "sync/sync.h"
 #include "sync/wait.h"
@@ -428,6 +429,7 @@ int rma_unlock(rma_win_t *win, int rank)
         return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d", rank,
                        win->nranks);
     tg = &win->targets[rank];
+    rma_xfer_drain(win); /* the agent's copies for request-based operations (rma.h) */
     pthread_mutex_lock(&win->mtx);
     if (win->epoch != RMA_EPOCH_LOCK || tg->lock_holders == 0) {
         rc = rma_err(win, func, MPI_ERR_RMA_SYNC, "rank %d is not locked by this process", rank);
@@ -521,6 +523,7 @@ int rma_unlock_all(rma_win_t *win)
 {
     int rc = MPI_SUCCESS;
 
+    rma_xfer_drain(win); /* the agent's copies for request-based operations (rma.h) */
     pthread_mutex_lock(&win->mtx);
     if (win->epoch != RMA_EPOCH_LOCK_ALL) {
         rc = rma_err(win, "MPI_Win_unlock_all", MPI_ERR_RMA_SYNC,
@@ -570,8 +573,10 @@ int rma_flush_local_net_all(rma_win_t *win, const char *func)
 
 int rma_flush_net(rma_win_t *win, int rank, const char *func)
 {
-    int t = rank,
-        rc = rank == RMA_FLUSH_ALL ? rma_ctl_flush_all(win, &t) : rma_ctl_flush(win, rank);
+    int t = rank, rc;
+
+    rma_xfer_drain(win); /* the agent's copies for request-based operations (rma.h) */
+    rc = rank == RMA_FLUSH_ALL ? rma_ctl_flush_all(win, &t) : rma_ctl_flush(win, rank);
 
     return rc == 0 ? MPI_SUCCESS : rma_ctl_fail(win, func, t, rc);
 }

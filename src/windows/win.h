@@ -221,6 +221,8 @@ typedef struct rma_win {
     int net;               /* some target is off-node: reached through UCX */
     _Atomic int net_dirty; /* operations were issued to off-node targets since the last
                               flush_all began (rma_win_net_issued) */
+    _Atomic int handed;    /* copies the progress agent makes for this window's request-based
+                              operations and has not finished (rma_xfer_drain) */
     uint64_t sync_gen;     /* epochs opened (off-node region tables are checked once per epoch) */
     uint64_t bar_epoch;    /* barriers entered on this window */
 

@@ -1072,6 +1072,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
 
     if (trank == MPI_PROC_NULL)
         return MPI_SUCCESS;
+    rma_xfer_drain(win); /* the agent's copies for request-based operations (rma.h) */
     if (opi < 0)
         return rma_err(win, func, MPI_ERR_OP, "0x%x is not a predefined operation (%s)",
                        (unsigned)op,

@@ -31,6 +31,7 @@ static pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t agent_thread;
 static int agent_efd = -1; /* -1: not started */
 static _Atomic int agent_stopping;
+static _Atomic int agent_bound; /* the agent runs bound to a core of its own */
 
 /* peers' eventfds duplicated here, one per process */
 typedef struct kick_ent {
@@ -61,6 +62,131 @@ void rma_agent_wake(void)
     }
 }
 
+/* ------------------------------------------------------------------ jobs */
+
+/* Jobs leave the queue under job_lock only, taken by the agent (to run the oldest) or by
+ * the thread that needs one done (to run it itself): whoever unlinks a job runs it, and a
+ * job the agent took is waited for. */
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+static rma_agent_job_t *job_head, **job_tail = &job_head;
+static _Atomic int jobs_queued;
+static _Atomic unsigned jobs_submitted; /* ever: a stream of them keeps the agent watching */
+/* 1 while the agent loops without sleeping (it looks at the queue every turn); a thread
+ * that queues a job wakes it otherwise. Cleared before the agent's last look at the queue
+ * before a sleep, so that either it sees the job or the submitter sees it cleared. */
+static _Atomic int agent_awake;
+
+static void job_unlink(rma_agent_job_t *job)
+{
+    rma_agent_job_t **pp = &job_head;
+
+    while (*pp != job)
+        pp = &(*pp)->next;
+    *pp = job->next;
+    if (job_tail == &job->next)
+        job_tail = pp;
+    atomic_fetch_sub_explicit(&jobs_queued, 1, memory_order_relaxed);
+    atomic_store_explicit(&job->state, RMA_JOB_RUNNING, memory_order_relaxed);
+}
+
+static void job_run(rma_agent_job_t *job)
+{
+    job->by_agent = agent_efd >= 0 && pthread_equal(pthread_self(), agent_thread);
+    job->run(job);
+    atomic_store_explicit(&job->state, RMA_JOB_DONE, memory_order_release);
+}
+
+/* Runs the queued jobs, oldest first. 1 when it ran one. */
+static int run_jobs(void)
+{
+    int ran = 0;
+
+    while (atomic_load_explicit(&jobs_queued, memory_order_acquire) > 0) {
+        rma_agent_job_t *job;
+        pthread_mutex_lock(&job_lock);
+        if ((job = job_head) != NULL)
+            job_unlink(job);
+        pthread_mutex_unlock(&job_lock);
+        if (job == NULL)
+            break;
+        job_run(job);
+        ran = 1;
+    }
+    return ran;
+}
+
+/* The agent is about to sleep: 1 when a job came in meanwhile (it must not sleep). */
+static int jobs_before_sleep(void)
+{
+    atomic_store_explicit(&agent_awake, 0, memory_order_seq_cst);
+    return atomic_load_explicit(&jobs_queued, memory_order_seq_cst) > 0;
+}
+
+int rma_agent_submit(rma_agent_job_t *job)
+{
+    uint64_t one = 1;
+
+    if (agent_efd < 0)
+        return -1;
+    job->next = NULL;
+    atomic_store_explicit(&job->state, RMA_JOB_QUEUED, memory_order_relaxed);
+    pthread_mutex_lock(&job_lock);
+    *job_tail = job;
+    job_tail = &job->next;
+    atomic_fetch_add_explicit(&jobs_queued, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&jobs_submitted, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&job_lock);
+    if (!atomic_load_explicit(&agent_awake, memory_order_seq_cst) &&
+        write(agent_efd, &one, sizeof(one)) < 0) {
+        /* the counter is full: the agent is being woken anyway */
+    }
+    return 0;
+}
+
+int rma_agent_job_test(rma_agent_job_t *job)
+{
+    int mine = 0;
+
+    if (atomic_load_explicit(&job->state, memory_order_acquire) == RMA_JOB_DONE)
+        return 1;
+    pthread_mutex_lock(&job_lock);
+    if (atomic_load_explicit(&job->state, memory_order_relaxed) == RMA_JOB_QUEUED) {
+        job_unlink(job);
+        mine = 1;
+    }
+    pthread_mutex_unlock(&job_lock);
+    if (mine)
+        job_run(job);
+    return atomic_load_explicit(&job->state, memory_order_acquire) == RMA_JOB_DONE;
+}
+
+void rma_agent_job_finish(rma_agent_job_t *job)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    while (!rma_agent_job_test(job))
+        rma_backoff(&bo);
+}
+
+void rma_agent_job_drain(const void *owner)
+{
+    for (;;) {
+        rma_agent_job_t *job = NULL;
+        pthread_mutex_lock(&job_lock);
+        for (rma_agent_job_t *j = job_head; j != NULL && job == NULL; j = j->next)
+            if (owner == NULL || j->owner == owner)
+                job = j;
+        if (job != NULL)
+            job_unlink(job);
+        pthread_mutex_unlock(&job_lock);
+        if (job == NULL)
+            return;
+        job_run(job);
+    }
+}
+
+/* ------------------------------------------------------------------ the network */
+
 /* the network the agent drives (rma_agent_progress_attach), or none */
 static int (*net_progress)(void);
 static int (*net_arm)(void);
@@ -78,6 +204,7 @@ static void serve_kicks(void)
 {
     uint64_t v;
 
+    run_jobs();
     if (read(agent_efd, &v, sizeof(v)) == sizeof(v) ||
         atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed))
         rma_win_foreach(rma_expose_serve);
@@ -87,6 +214,28 @@ void rma_agent_serve_moves(void)
 {
     if (agent_efd >= 0)
         serve_kicks();
+}
+
+/* Pauses the agent waits for the next job, in a stream of them, before it looks at the
+ * network again: a job is taken within ~0.1 us, as a copy of 64 KiB (~2 us) needs to be. */
+#define AGENT_JOB_WATCH 4096
+
+/* Runs the queued jobs; within spin ns of the last job submitted (*subs: the submissions
+ * seen, *last: when the last was seen), first waits a moment for one. 1 when it ran one. */
+static int jobs_watch(unsigned *subs, uint64_t *last, uint64_t spin)
+{
+    unsigned s = atomic_load_explicit(&jobs_submitted, memory_order_relaxed);
+
+    if (s != *subs) {
+        *subs = s;
+        *last = now_ns();
+    } else if (*last != 0 && now_ns() - *last < spin) {
+        for (int k = 0;
+             k < AGENT_JOB_WATCH && atomic_load_explicit(&jobs_queued, memory_order_acquire) == 0;
+             k++)
+            rma_cpu_relax();
+    }
+    return run_jobs();
 }
 
 /* How long the agent sleeps while an application thread drives the network: the first
@@ -107,8 +256,9 @@ static void stand_aside(long *nap)
     struct pollfd fd = {agent_efd, POLLIN, 0};
     struct timespec ts = {*nap / 1000000000L, *nap % 1000000000L};
 
-    if (ppoll(&fd, 1, &ts, NULL) > 0)
+    if (jobs_before_sleep() || ppoll(&fd, 1, &ts, NULL) > 0)
         serve_kicks();
+    atomic_store_explicit(&agent_awake, 1, memory_order_relaxed);
     *nap = *nap < AGENT_ASIDE_MAX_NS / 2 ? 2 * *nap : AGENT_ASIDE_MAX_NS;
 }
 
@@ -117,16 +267,25 @@ static void stand_aside(long *nap)
  * requests from paying a wake-up (~60 us) each. */
 static void drive_network(void)
 {
-    uint64_t last = now_ns(), spin = (uint64_t)rma_env.agent_spin_us * 1000u;
+    uint64_t last = now_ns(), spin = (uint64_t)rma_env.agent_spin_us * 1000u, last_job = 0;
+    unsigned subs = 0;
     long nap = AGENT_ASIDE_MIN_NS;
 
     while (!atomic_load_explicit(&agent_stopping, memory_order_acquire)) {
         int n = net_progress();
+        if (jobs_watch(&subs, &last_job, spin)) {
+            last = now_ns();
+            continue;
+        }
         if (n > 0) {
             last = now_ns();
             continue;
         }
         serve_kicks();
+        if (n < 0 && now_ns() - last_job < spin) {
+            sched_yield(); /* the ranks drive the network, the jobs are still the agent's */
+            continue;
+        }
         if (n < 0) {
             stand_aside(&nap);
             last = now_ns();
@@ -138,9 +297,10 @@ static void drive_network(void)
             continue;
         }
         atomic_store_explicit(&agent_asleep, 1, memory_order_seq_cst);
-        if (net_arm() == 0)
+        if (!jobs_before_sleep() && net_arm() == 0)
             return; /* asleep until agent_main's poll ends */
         atomic_store_explicit(&agent_asleep, 0, memory_order_relaxed);
+        atomic_store_explicit(&agent_awake, 1, memory_order_relaxed);
     }
 }
 
@@ -201,6 +361,11 @@ static int free_core(cpu_set_t *set, const char **why)
 #endif
 }
 
+int rma_agent_has_core(void)
+{
+    return atomic_load_explicit(&agent_bound, memory_order_relaxed);
+}
+
 void rma_agent_placement(char *buf, size_t len, int bind)
 {
     const char *why = "RMA_AGENT_CPU=none";
@@ -222,6 +387,8 @@ void rma_agent_placement(char *buf, size_t len, int bind)
         snprintf(buf, len, "unbound (%s)", why);
         return;
     }
+    if (bind)
+        atomic_store_explicit(&agent_bound, 1, memory_order_relaxed);
     size_t n = (size_t)snprintf(buf, len, "bound to CPU%s", CPU_COUNT(&set) > 1 ? "s" : "");
     for (int c = 0; c < CPU_SETSIZE && n < len; c++)
         if (CPU_ISSET(c, &set))
@@ -241,12 +408,14 @@ static void *agent_main(void *arg)
         struct pollfd fds[2] = {{agent_efd, POLLIN, 0}, {net_fd, POLLIN, 0}};
         int again = atomic_load_explicit(&agent_again, memory_order_relaxed);
 
+        atomic_store_explicit(&agent_awake, 1, memory_order_relaxed);
         if (net_progress != NULL)
             drive_network();
         if (atomic_load_explicit(&agent_stopping, memory_order_acquire))
             break;
         /* 1 ms when a move request was left for later (rma_agent_retry) */
-        if (poll(fds, net_fd >= 0 && net_progress != NULL ? 2 : 1, again ? 1 : -1) < 0 &&
+        if (!jobs_before_sleep() &&
+            poll(fds, net_fd >= 0 && net_progress != NULL ? 2 : 1, again ? 1 : -1) < 0 &&
             errno != EINTR)
             break;
         atomic_store_explicit(&agent_asleep, 0, memory_order_relaxed);
@@ -265,6 +434,8 @@ static void agent_forget(void)
         close(kicks[i].fd);
     nkicks = 0;
     pthread_mutex_init(&agent_lock, NULL);
+    pthread_mutex_init(&job_lock, NULL); /* queued jobs are run by whoever waits for them */
+    atomic_store(&agent_bound, 0);
 }
 
 int rma_agent_start(void)
@@ -345,6 +516,8 @@ void rma_agent_stop(void)
         close(agent_efd);
         agent_efd = -1;
     }
+    atomic_store(&agent_bound, 0);
+    rma_agent_job_drain(NULL); /* none should be left: their windows were freed */
     for (int i = 0; i < nkicks; i++)
         close(kicks[i].fd);
     free(kicks);

@@ -45,7 +45,39 @@ void rma_agent_progress_detach(void);
  * sentence into buf. Binds the calling thread there when bind is 1. */
 void rma_agent_placement(char *buf, size_t len, int bind);
 
+/* 1 once the agent runs bound to a core (RMA_AGENT_CPU, or one no rank of this node uses):
+ * work handed to it then runs beside the ranks, not in turns with one of them. */
+int rma_agent_has_core(void);
+
 /* Stops the agent and closes what rma_agent_kick opened (MPI_Finalize). */
 void rma_agent_stop(void);
+
+/* Work an application thread hands to the agent so that it overlaps what the thread does
+ * next: run by whichever takes it first, the agent or the thread that later needs it done
+ * (rma_agent_job_finish), so an agent without a core delays nothing. run() must not call
+ * MPI. owner groups the jobs one completion call waits for (rma_agent_job_drain). */
+enum { RMA_JOB_QUEUED = 0, RMA_JOB_RUNNING, RMA_JOB_DONE };
+typedef struct rma_agent_job {
+    void (*run)(struct rma_agent_job *job);
+    const void *owner;
+    struct rma_agent_job *next; /* agent.c's queue */
+    _Atomic int state;          /* RMA_JOB_* */
+    int by_agent;               /* set before run(): the agent runs it */
+} rma_agent_job_t;
+
+/* Queues job for the agent, waking it unless it is polling. 0, or -1 when no agent runs
+ * (the job was not queued: the caller runs it). */
+int rma_agent_submit(rma_agent_job_t *job);
+
+/* 1 when job is done, run in the calling thread if the agent had not taken it; 0 while the
+ * agent runs it. */
+int rma_agent_job_test(rma_agent_job_t *job);
+
+/* Returns when job is done (rma_agent_job_test, backing off). */
+void rma_agent_job_finish(rma_agent_job_t *job);
+
+/* Runs here every queued job of owner (NULL: of every owner); the caller then waits for
+ * the ones the agent runs by its own count. */
+void rma_agent_job_drain(const void *owner);
 
 #endif

@@ -568,12 +568,16 @@ static void dtl_finish(rma_dtl_t *d, dtl_item_t root, MPI_Datatype basic)
 
 /* ---------------------------------------------------------------- static tables and cache */
 
+void (*_Atomic rma_dtl_before_free)(void);
+
 static int dtl_delete_fn(MPI_Datatype type, int keyval, void *attr, void *extra)
 {
     rma_dtl_t *d = attr;
     (void)type;
     (void)keyval;
     (void)extra;
+    if (rma_dtl_before_free != NULL)
+        rma_dtl_before_free();
     nodes_free(d->allocs_);
     free(d);
     return MPI_SUCCESS;

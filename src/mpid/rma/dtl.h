@@ -44,6 +44,10 @@ struct rma_dtl {
 /* Static table of builtin-kind predefined types, indexed by (handle & 0xff). */
 extern rma_dtl_t rma_dtl_builtin_table_[256];
 
+/* Called before a derived type's layout is freed (its MPI_Type_free): set by whoever may
+ * still be walking layouts in another thread (rma.h, the agent's copies), to wait for it. */
+extern void (*_Atomic rma_dtl_before_free)(void);
+
 /* Out-of-line part of rma_dtl_get: fills static entries, builds or finds derived layouts. */
 int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p);
 

@@ -17,6 +17,7 @@ rma_env_t rma_env = {
     .agent = RMA_AGENT_BLOCK,
     .agent_spin_us = 200,
     .agent_cpu = -2,
+    .agent_copy = 64 << 10,
     .hx_piece = 2048,
     .hx_min = 8,
     .hx_get_piece = 64 << 10,
@@ -68,6 +69,7 @@ void rma_env_init(void)
     rma_env.spin_count = (int)env_long("RMA_SPIN_COUNT", rma_env.spin_count, 0, 1 << 24);
     rma_env.cma_batch = (size_t)env_long("RMA_CMA_IOV", (long)rma_env.cma_batch, 1, 1024);
     rma_env.agent_spin_us = (int)env_long("RMA_AGENT_SPIN_US", rma_env.agent_spin_us, 0, 1000000);
+    rma_env.agent_copy = (size_t)env_long("RMA_AGENT_COPY", (long)rma_env.agent_copy, 0, 1L << 40);
     rma_env.hx_msg = (size_t)env_long("RMA_HX_MSG", (long)rma_env.hx_msg, 4096, 4 << 20);
     rma_env.hx_piece = (size_t)env_long("RMA_HX_PIECE", (long)rma_env.hx_piece, 0, 4 << 20);
     if (rma_env.hx_piece > rma_env.hx_msg)
@@ -156,6 +158,12 @@ void rma_env_print(FILE *out)
     fprintf(out, "       where the progress agent runs: auto (a core no rank of this node is "
                  "bound to, found with hwloc; unbound when there is none), none (unbound), or a "
                  "CPU number\n");
+    fprintf(out,
+            "RMA_AGENT_COPY=%zu  MPI_Rput/MPI_Rget to off-node memory UCX maps here: copies of "
+            "at least this many bytes are made by the progress agent while the caller goes on "
+            "(the request completes when it is done; a wait that comes first makes the copy "
+            "itself); 0: the caller always copies\n",
+            rma_env.agent_copy);
     fprintf(out,
             "RMA_HX_PIECE=%zu      off-node put/get: pieces of at most this many bytes are "
             "sent to the target's agent, which scatters or gathers them (host-assisted); "

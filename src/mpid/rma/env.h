@@ -20,6 +20,8 @@ typedef struct rma_env {
     int agent;         /* RMA_AGENT: how the progress agent drives the network (RMA_AGENT_*) */
     int agent_spin_us; /* RMA_AGENT_SPIN_US: agent polls this long after activity, then sleeps */
     int agent_cpu;     /* RMA_AGENT_CPU: auto (-2), none (-1) or the CPU to bind the agent to */
+    size_t agent_copy; /* RMA_AGENT_COPY: request-based copies to off-node memory mapped here
+                          of at least this many bytes are made by the agent; 0: never */
     size_t hx_piece; /* RMA_HX_PIECE: off-node pieces of at most this many bytes go host-assisted */
     size_t hx_min;   /* RMA_HX_MIN_PIECES: ... when a transfer has at least this many of them */
     size_t hx_get_piece; /* RMA_HX_GET_PIECE: hx_piece for gets (at least hx_piece) */

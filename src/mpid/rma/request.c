@@ -30,6 +30,7 @@ typedef struct req_flush {
     int trank;
     const rma_netmod_ops_t *ops; /* the target's transport, and its flush in progress */
     void *flush;
+    rma_xfer_job_t *job; /* or the copy the agent makes (rma_xfer_req) */
     int done, err;
 } req_flush_t;
 
@@ -41,7 +42,10 @@ static int req_step(req_flush_t *st)
 
     if (st->done)
         return 1;
-    if (win != NULL && win->serial == st->serial) {
+    if (st->job != NULL) {
+        if (!rma_agent_job_test(&st->job->job))
+            return 0;
+    } else if (win != NULL && win->serial == st->serial) {
         rma_nm_tgt_t *nm = &win->targets[st->trank].nm;
         if ((rc = nm->ops->flush_test(nm, &st->flush)) > 0)
             return 0;
@@ -76,8 +80,12 @@ static int req_free(void *extra)
 {
     req_flush_t *st = extra;
 
-    if (st != NULL && !st->done)
+    if (st != NULL && st->job != NULL) { /* the copy may still read or write the buffers */
+        rma_agent_job_finish(&st->job->job);
+        free(st->job);
+    } else if (st != NULL && !st->done) {
         st->ops->flush_release(st->flush);
+    }
     free(st);
     return MPI_SUCCESS;
 }
@@ -124,13 +132,21 @@ int rma_request_check(rma_win_t *win, MPI_Request *req, int trank, const char *f
     return MPI_SUCCESS;
 }
 
-int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *func)
+int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t *job,
+                     const char *func)
 {
     req_flush_t *st = NULL;
     MPI_Request r;
     int rc;
 
-    if (trank != MPI_PROC_NULL && rma_nm_local_due(&win->targets[trank].nm)) {
+    if (job != NULL) {
+        if ((st = calloc(1, sizeof(*st))) == NULL) {
+            rma_agent_job_finish(&job->job);
+            free(job);
+            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the request");
+        }
+        *st = (req_flush_t){.win = win->handle, .serial = win->serial, .trank = trank, .job = job};
+    } else if (trank != MPI_PROC_NULL && rma_nm_local_due(&win->targets[trank].nm)) {
         rma_nm_tgt_t *nm = &win->targets[trank].nm;
         st = calloc(1, sizeof(*st));
         if (st == NULL)
@@ -148,10 +164,8 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *fu
     else if (rc == MPI_SUCCESS)
         rc = PMPI_Grequest_complete(r);
     if (rc != MPI_SUCCESS) {
-        if (st != NULL) { /* the operation's flush is left to the next one */
-            st->ops->flush_release(st->flush);
-            free(st);
-        }
+        if (st != NULL) /* the operation's flush is left to the next one */
+            req_free(st);
         return rma_err(win, func, MPI_ERR_OTHER, "cannot create the request");
     }
     *req = r;

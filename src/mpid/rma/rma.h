@@ -9,9 +9,11 @@
 #ifndef RMA_RMA_H
 #define RMA_RMA_H
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpid/rma/agent.h"
 #include "windows/win.h"
 
 /* MPICH handle encoding: builtin datatypes have kind 01 in bits 31..30 and carry their size
@@ -203,6 +205,43 @@ static inline int rma_xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocou
     return rma_xfer_slow(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
 }
 
+/* A request-based operation's copy between origin memory and off-node window memory
+ * mapped here, of at least RMA_AGENT_COPY bytes, is made by the progress agent while the
+ * caller goes on (the host-assisted paper's overlap on a machine whose transport is the
+ * CPU's own copy): the request completes when the copy is done, and a thread that waits
+ * for it before the agent took it makes it itself (agent.h jobs). Both layouts are the
+ * caller's, kept alive until the copy is done: MPI_Type_free and every completion call of
+ * the window wait for the window's copies (rma_xfer_drain). */
+typedef struct rma_xfer_job {
+    rma_agent_job_t job;
+    rma_win_t *win;
+    char *dst;
+    const char *src;
+    const struct rma_dtl *dst_dtl, *src_dtl;
+    MPI_Aint dst_count, src_count;
+} rma_xfer_job_t;
+
+/* rma_xfer_slow for a request-based operation: *job is the copy handed to the agent
+ * (freed by the caller once done), or NULL when the operation is complete here. */
+int rma_xfer_req(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
+                 int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func,
+                 rma_xfer_job_t **job);
+
+/* The copies handed to the agent so far, by who made them (RMAX_Agent_copies). */
+void rma_xfer_copies(long long *by_agent, long long *by_caller);
+
+/* Every copy handed to the agent for win (NULL: for any window) is done when this returns:
+ * before a completion call of the window, a later operation that could touch the same
+ * bytes, and a datatype's free. One load while there are none. */
+extern _Atomic int rma_xfer_handed;
+void rma_xfer_drain_slow(rma_win_t *win);
+static inline void rma_xfer_drain(rma_win_t *win)
+{
+    if (rma_unlikely(atomic_load_explicit(win != NULL ? &win->handed : &rma_xfer_handed,
+                                          memory_order_acquire) != 0))
+        rma_xfer_drain_slow(win);
+}
+
 /* Checks a request-based operation before it runs: req not NULL and, unless the target is
  * MPI_PROC_NULL, a passive target epoch open (MPI-3.1 11.3). Sets *req to MPI_REQUEST_NULL,
  * so that every error path leaves it so. MPI_SUCCESS or the error raised on the window. */
@@ -212,7 +251,9 @@ int rma_request_check(rma_win_t *win, MPI_Request *req, int trank, const char *f
  * request, so MPI_Wait/Test/Waitall/Request_free work on it. Complete at once when nothing
  * to trank is outstanding (same-node targets); else it starts a flush of trank that
  * MPI_Test and MPI_Wait drive, and completes when that is over. MPI_SUCCESS or the error
- * raised on the window. */
-int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, const char *func);
+ * raised on the window. With job (rma_xfer_req), it completes when the agent's copy is
+ * done instead. */
+int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t *job,
+                     const char *func);
 
 #endif

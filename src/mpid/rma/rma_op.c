@@ -16,6 +16,7 @@
 #include "netmod/netmod.h"
 #include "sync/ctl.h"
 #include "sync/sync.h"
+#include "sync/wait.h"
 #include "windows/win_error.h"
 
 int rma_mover_flush(rma_mover_t *mv)
@@ -264,8 +265,83 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
     return MPI_SUCCESS;
 }
 
-int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
-                  int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func)
+/* ------------------------------------------------------------------ copies by the agent */
+
+_Atomic int rma_xfer_handed;
+static _Atomic long long copies_by[2]; /* [by_agent]: RMAX_Agent_copies */
+
+void rma_xfer_copies(long long *by_agent, long long *by_caller)
+{
+    if (by_agent != NULL)
+        *by_agent = atomic_load_explicit(&copies_by[1], memory_order_relaxed);
+    if (by_caller != NULL)
+        *by_caller = atomic_load_explicit(&copies_by[0], memory_order_relaxed);
+}
+
+static void job_copy(rma_agent_job_t *job)
+{
+    rma_xfer_job_t *x = (rma_xfer_job_t *)job;
+
+    rma_dtl_copy(x->dst, x->dst_dtl, x->dst_count, x->src, x->src_dtl, x->src_count);
+    atomic_fetch_add_explicit(&copies_by[job->by_agent != 0], 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&x->win->handed, 1, memory_order_release);
+    atomic_fetch_sub_explicit(&rma_xfer_handed, 1, memory_order_release);
+}
+
+static void drain_all(void)
+{
+    rma_xfer_drain(NULL);
+}
+
+void rma_xfer_drain_slow(rma_win_t *win)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    _Atomic int *left = win != NULL ? &win->handed : &rma_xfer_handed;
+
+    rma_agent_job_drain(win);
+    while (atomic_load_explicit(left, memory_order_acquire) != 0)
+        rma_backoff(&bo);
+}
+
+/* Hands the copy of a request-based operation to the agent (see rma_xfer_job_t): 1 when
+ * it did, 0 when the caller copies. The target is counted as issued to, so that its
+ * flushes, flush_local and the epoch's end come to rma_xfer_drain. */
+static int xfer_hand(rma_win_t *win, int trank, char *dst, const rma_dtl_t *dd, MPI_Aint dc,
+                     const char *src, const rma_dtl_t *sd, MPI_Aint sc, rma_xfer_job_t **job)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    rma_xfer_job_t *x = malloc(sizeof(*x));
+
+    if (x == NULL)
+        return 0;
+    *x = (rma_xfer_job_t){.job = {.run = job_copy, .owner = win},
+                          .win = win,
+                          .dst = dst,
+                          .src = src,
+                          .dst_dtl = dd,
+                          .src_dtl = sd,
+                          .dst_count = dc,
+                          .src_count = sc};
+    rma_dtl_before_free = drain_all;
+    atomic_fetch_add_explicit(&win->handed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rma_xfer_handed, 1, memory_order_relaxed);
+    if (rma_agent_submit(&x->job) != 0) {
+        atomic_fetch_sub_explicit(&win->handed, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&rma_xfer_handed, 1, memory_order_relaxed);
+        free(x);
+        return 0;
+    }
+    rma_nm_issued(nm);
+    rma_nm_need_local(nm);
+    rma_win_net_issued(win);
+    *job = x;
+    return 1;
+}
+
+/* rma_xfer_slow, and rma_xfer_req when job is not NULL */
+static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
+                int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func,
+                rma_xfer_job_t **job)
 {
     const rma_dtl_t *od, *td;
     MPI_Aint obytes, tbytes;
@@ -290,6 +366,9 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
     if (__builtin_mul_overflow(ocount, od->size, &obytes) ||
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
+    /* a copy the agent still makes could touch the same bytes, or a mapping that resolving
+     * may replace */
+    rma_xfer_drain(win);
     rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
     if (rc == MPI_SUCCESS && span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE &&
         win->targets[trank].local) {
@@ -315,9 +394,16 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
         return rma_ctl_fail(win, func, trank, rc);
     }
 
-    /* the whole target span is mapped: copy without the transport */
+    /* the whole target span is mapped: copy without the transport (or have the agent copy
+     * while the caller goes on) */
     if (span.local != NULL) {
-        if (kind == RMA_PUT)
+        if (job != NULL && !win->targets[trank].local && rma_env.agent_copy > 0 &&
+            (size_t)tbytes >= rma_env.agent_copy && rma_agent_has_core() &&
+            (kind == RMA_PUT
+                 ? xfer_hand(win, trank, span.local, td, tcount, origin, od, ocount, job)
+                 : xfer_hand(win, trank, origin, od, ocount, span.local, td, tcount, job))) {
+            /* handed over */
+        } else if (kind == RMA_PUT)
             rma_dtl_copy(span.local, td, tcount, origin, od, ocount);
         else
             rma_dtl_copy(origin, od, ocount, span.local, td, tcount);
@@ -356,4 +442,18 @@ int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_D
                        kind == RMA_PUT ? "write to" : "read from", trank, span.pid,
                        strerror(-x.mv.err));
     return MPI_SUCCESS;
+}
+
+int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
+                  int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func)
+{
+    return xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func, NULL);
+}
+
+int rma_xfer_req(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
+                 int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func,
+                 rma_xfer_job_t **job)
+{
+    *job = NULL;
+    return xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func, job);
 }

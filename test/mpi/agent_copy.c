@@ -1,0 +1,165 @@
+/*
+ * agent_copy - request-based copies the progress agent makes (RMA_AGENT_COPY): MPI_Rput
+ * and MPI_Rget of 256 KiB, contiguous and as 1 KiB rows 2 KiB apart, to an off-node
+ * allocate window that UCX maps here, completed with MPI_Wait, MPI_Waitall, MPI_Test,
+ * MPI_Request_free + MPI_Win_flush, and MPI_Win_unlock_all before the wait; the row type is
+ * freed right after the call that uses it. Every byte is checked at the target and at the
+ * origin. RMAX_Agent_copies must count every copy handed over, and the agent must have made
+ * at least one (the origin sleeps before some waits to let it). Run with RMA_AGENT_CPU set
+ * (the agent needs a core of its own) in the off-node topologies; elsewhere nothing is
+ * handed over and the counts must be 0.
+ */
+#include "rmatest.h"
+
+#include <rma_ext.h>
+#include <unistd.h>
+
+#define ROW   1024
+#define BYTES (256 << 10) /* one transfer */
+#define SLOTS 6           /* transfers' places in the window */
+
+static int rank, right, left;
+
+static unsigned char pat(int who, int slot, size_t i)
+{
+    return (unsigned char)(who * 131 + slot * 17 + i * 7 + (i >> 10) * 3);
+}
+
+static void fill(unsigned char *p, int who, int slot)
+{
+    for (size_t i = 0; i < BYTES; i++)
+        p[i] = pat(who, slot, i);
+}
+
+/* n bytes at p hold who's pattern for slot from byte `from` on */
+static int bad_at(const unsigned char *p, size_t n, int who, int slot, size_t from)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != pat(who, slot, from + i))
+            return (int)i;
+    return -1;
+}
+
+static MPI_Datatype rows(void)
+{
+    MPI_Datatype t;
+
+    MPI_OK(MPI_Type_vector(BYTES / 2 / ROW, ROW, 2 * ROW, MPI_BYTE, &t));
+    MPI_OK(MPI_Type_commit(&t));
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    int np, expect = 0, offnode;
+    unsigned char *mem, *src, *dst;
+    MPI_Request req[4];
+    MPI_Win win;
+    MPI_Datatype t;
+    long long by_agent = -1, by_caller = -1;
+
+    rt_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    right = (rank + 1) % np;
+    left = (rank + np - 1) % np;
+    offnode = rt_netmod_only() || !rt_same_node(right);
+    src = malloc(SLOTS * (size_t)BYTES);
+    dst = malloc(SLOTS * (size_t)BYTES);
+    MPI_OK(MPI_Win_allocate(SLOTS * (MPI_Aint)BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
+                            &win));
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    for (int s = 0; s < SLOTS; s++) {
+        fill(src + (size_t)s * BYTES, rank, s);
+        fill(mem + (size_t)s * BYTES, rank + 100, s);
+        memset(dst + (size_t)s * BYTES, 0, BYTES);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    MPI_OK(MPI_Win_lock_all(0, win));
+    /* slot 0: a contiguous put, waited for after the agent had time to take it (again, up
+     * to 10 times, on a machine too busy to give it a core meanwhile) */
+    for (int k = 0, tries = offnode && getenv("RMA_AGENT_CPU") ? 10 : 1; k < tries && by_agent < 1;
+         k++) {
+        MPI_OK(MPI_Rput(src, BYTES, MPI_BYTE, right, 0, BYTES, MPI_BYTE, win, &req[0]));
+        usleep(20000);
+        MPI_OK(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
+        MPI_OK(RMAX_Agent_copies(&by_agent, NULL));
+        expect++;
+    }
+    /* slot 1: rows both sides, the type freed at once; slot 2: a contiguous get */
+    t = rows();
+    MPI_OK(MPI_Rput(src + BYTES, 1, t, right, BYTES, 1, t, win, &req[0]));
+    MPI_OK(MPI_Type_free(&t));
+    MPI_OK(MPI_Rget(dst + 2 * BYTES, BYTES, MPI_BYTE, right, 2 * BYTES, BYTES, MPI_BYTE, win,
+                    &req[1]));
+    {
+        MPI_Status sts[2];
+        MPI_OK(MPI_Waitall(2, req, sts));
+    }
+    /* slot 3: a row get, completed by MPI_Test */
+    t = rows();
+    MPI_OK(MPI_Rget(dst + 3 * BYTES, 1, t, right, 3 * BYTES, 1, t, win, &req[0]));
+    MPI_OK(MPI_Type_free(&t));
+    {
+        int flag = 0;
+        for (long spin = 0; !flag && spin < 100000000L; spin++)
+            MPI_OK(MPI_Test(&req[0], &flag, MPI_STATUS_IGNORE));
+        CHECK(flag, "MPI_Test never completed the row get");
+    }
+    /* slot 4: a freed request, completed by the flush */
+    MPI_OK(MPI_Rput(src + 4 * BYTES, BYTES, MPI_BYTE, right, 4 * BYTES, BYTES, MPI_BYTE, win,
+                    &req[0]));
+    MPI_OK(MPI_Request_free(&req[0]));
+    MPI_OK(MPI_Win_flush(right, win));
+    /* slot 5: the epoch ends before the wait */
+    MPI_OK(MPI_Rput(src + 5 * BYTES, BYTES, MPI_BYTE, right, 5 * BYTES, BYTES, MPI_BYTE, win,
+                    &req[0]));
+    MPI_OK(MPI_Win_unlock_all(win));
+    MPI_OK(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
+    expect += 5;
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* what the left neighbour put here: slots 0, 4, 5 whole; slot 1 its rows, this rank's
+     * own bytes between them; slots 2 and 3 untouched */
+    for (int s = 0; s < SLOTS; s++) {
+        const unsigned char *p = mem + (size_t)s * BYTES;
+        int at = -1;
+        if (s == 0 || s == 4 || s == 5) {
+            at = bad_at(p, BYTES, left, s, 0);
+        } else if (s == 1) {
+            for (size_t r = 0; r < BYTES / ROW && at < 0; r++) {
+                int b = bad_at(p + r * ROW, ROW, r % 2 ? rank + 100 : left, s, r * ROW);
+                at = b < 0 ? -1 : (int)(r * ROW) + b;
+            }
+        } else {
+            at = bad_at(p, BYTES, rank + 100, s, 0);
+        }
+        CHECK(at < 0, "window slot %d: byte %d is wrong", s, at);
+    }
+    /* what this rank got from the right neighbour's window */
+    CHECK(bad_at(dst + 2 * BYTES, BYTES, right + 100, 2, 0) < 0, "contiguous get is wrong");
+    for (size_t r = 0; r < BYTES / ROW; r++) {
+        const unsigned char *p = dst + 3 * BYTES + r * ROW;
+        int b = r % 2 ? (p[0] == 0 && memcmp(p, p + 1, ROW - 1) == 0 ? -1 : 0)
+                      : bad_at(p, ROW, right + 100, 3, r * ROW);
+        CHECK(b < 0, "row get: row %zu byte %d is wrong", r, b);
+    }
+
+    MPI_OK(RMAX_Agent_copies(&by_agent, NULL));
+    MPI_OK(RMAX_Agent_copies(NULL, &by_caller));
+    if (!offnode || getenv("RMA_AGENT_CPU") == NULL)
+        expect = 0;
+    if (offnode && getenv("RMA_AGENT_CPU") != NULL) {
+        CHECK(by_agent + by_caller == expect, "%lld copies by the agent, %lld by the caller: %d "
+              "were handed over", by_agent, by_caller, expect);
+        CHECK(by_agent >= 1, "the agent made none of the copies (%lld by the caller)", by_caller);
+    } else {
+        CHECK(by_agent == 0 && by_caller == expect,
+              "nothing is handed over here, yet %lld + %lld copies were", by_agent, by_caller);
+    }
+    MPI_OK(MPI_Win_free(&win));
+    free(src);
+    free(dst);
+    return rt_finish("agent_copy");
+}
