@@ -573,10 +573,8 @@ int rma_flush_local_net_all(rma_win_t *win, const char *func)
 
 int rma_flush_net(rma_win_t *win, int rank, const char *func)
 {
-    int t = rank, rc;
-
-    rma_xfer_drain(win); /* the agent's copies for request-based operations (rma.h) */
-    rc = rank == RMA_FLUSH_ALL ? rma_ctl_flush_all(win, &t) : rma_ctl_flush(win, rank);
+    int t = rank,
+        rc = rank == RMA_FLUSH_ALL ? rma_ctl_flush_all(win, &t) : rma_ctl_flush(win, rank);
 
     return rc == 0 ? MPI_SUCCESS : rma_ctl_fail(win, func, t, rc);
 }

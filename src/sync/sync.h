@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 
+#include "mpid/rma/rma.h"
 #include "windows/win.h"
 #include "windows/win_error.h"
 
@@ -55,6 +56,7 @@ static inline int rma_flush_one(rma_win_t *win, int rank, const char *func, int 
     if (rma_unlikely((unsigned)rank >= (unsigned)win->nranks ||
                      !(win->epoch == RMA_EPOCH_LOCK_ALL || win->targets[rank].lock_type)))
         return rma_flush_error(win, rank, func);
+    rma_xfer_drain(win); /* copies the agent makes for request-based operations */
     atomic_thread_fence(memory_order_seq_cst);
     nm = &win->targets[rank].nm;
     if (rma_unlikely(local ? rma_nm_local_due(nm) : rma_nm_flush_due(nm)))
@@ -80,6 +82,7 @@ static inline int rma_flush_every(rma_win_t *win, const char *func, int local)
 {
     if (rma_unlikely(win->epoch != RMA_EPOCH_LOCK_ALL && win->epoch != RMA_EPOCH_LOCK))
         return rma_flush_error(win, RMA_FLUSH_ALL, func);
+    rma_xfer_drain(win);
     atomic_thread_fence(memory_order_seq_cst);
     if (rma_unlikely(atomic_load_explicit(&win->net_dirty, memory_order_acquire)))
         return local ? rma_flush_local_net_all(win, func) : rma_flush_net(win, RMA_FLUSH_ALL, func);

@@ -22,6 +22,7 @@
 
 #include "mpid/rma/env.h"
 #include "mpid/rma/hx.h"
+#include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
 #include "sync/ctl.h"
 #include "sync/wait.h"
@@ -268,6 +269,7 @@ static int dcache_fetch(rma_win_t *win, int t)
         c->n++;
     }
     free(w.buf);
+    rma_xfer_drain(win); /* the agent's copies may go through the mappings freed here */
     dcache_free(&tg->nm, tg->dcache);
     tg->dcache = c;
     return 0;

@@ -2,12 +2,14 @@
  * agent_copy - request-based copies the progress agent makes (RMA_AGENT_COPY): MPI_Rput
  * and MPI_Rget of 256 KiB, contiguous and as 1 KiB rows 2 KiB apart, to an off-node
  * allocate window that UCX maps here, completed with MPI_Wait, MPI_Waitall, MPI_Test,
- * MPI_Request_free + MPI_Win_flush, and MPI_Win_unlock_all before the wait; the row type is
- * freed right after the call that uses it. Every byte is checked at the target and at the
- * origin. RMAX_Agent_copies must count every copy handed over, and the agent must have made
- * at least one (the origin sleeps before some waits to let it). Run with RMA_AGENT_CPU set
- * (the agent needs a core of its own) in the off-node topologies; elsewhere nothing is
- * handed over and the counts must be 0.
+ * MPI_Win_flush before the wait, and MPI_Request_free + MPI_Win_unlock_all; the row type is
+ * freed right after the call that uses it. Every byte is checked as soon as the call that
+ * completes it returns: a get's at the origin; a put's by overwriting the origin's buffer
+ * (a copy still to come would carry that), and at the target after a message from the
+ * origin that flushed. RMAX_Agent_copies must count every copy handed over, and the agent
+ * must have made at least one (the origin sleeps before some waits to let it). Run with
+ * RMA_AGENT_CPU set (the agent needs a core of its own) in the off-node topologies;
+ * elsewhere nothing is handed over and the counts must be 0.
  */
 #include "rmatest.h"
 
@@ -87,6 +89,7 @@ int main(int argc, char **argv)
         MPI_OK(RMAX_Agent_copies(&by_agent, NULL));
         expect++;
     }
+    memset(src, 0xee, BYTES); /* completed: a copy still to come would carry this */
     /* slot 1: rows both sides, the type freed at once; slot 2: a contiguous get */
     t = rows();
     MPI_OK(MPI_Rput(src + BYTES, 1, t, right, BYTES, 1, t, win, &req[0]));
@@ -97,6 +100,8 @@ int main(int argc, char **argv)
         MPI_Status sts[2];
         MPI_OK(MPI_Waitall(2, req, sts));
     }
+    memset(src + BYTES, 0xee, BYTES);
+    CHECK(bad_at(dst + 2 * BYTES, BYTES, right + 100, 2, 0) < 0, "contiguous get is wrong");
     /* slot 3: a row get, completed by MPI_Test */
     t = rows();
     MPI_OK(MPI_Rget(dst + 3 * BYTES, 1, t, right, 3 * BYTES, 1, t, win, &req[0]));
@@ -107,16 +112,31 @@ int main(int argc, char **argv)
             MPI_OK(MPI_Test(&req[0], &flag, MPI_STATUS_IGNORE));
         CHECK(flag, "MPI_Test never completed the row get");
     }
-    /* slot 4: a freed request, completed by the flush */
+    for (size_t r = 0; r < BYTES / ROW; r += 2) {
+        int b = bad_at(dst + 3 * BYTES + r * ROW, ROW, right + 100, 3, r * ROW);
+        CHECK(b < 0, "row get, at its completion: row %zu byte %d is wrong", r, b);
+    }
+    /* slot 4: completed by a flush, the request waited for after it */
     MPI_OK(MPI_Rput(src + 4 * BYTES, BYTES, MPI_BYTE, right, 4 * BYTES, BYTES, MPI_BYTE, win,
                     &req[0]));
-    MPI_OK(MPI_Request_free(&req[0]));
     MPI_OK(MPI_Win_flush(right, win));
-    /* slot 5: the epoch ends before the wait */
+    memset(src + 4 * BYTES, 0xee, BYTES);
+    /* the flush completed it at the target: the left neighbour's put is here now */
+    {
+        int token = 0;
+        MPI_OK(MPI_Sendrecv_replace(&token, 1, MPI_INT, right, 7, left, 7, MPI_COMM_WORLD,
+                                    MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Win_sync(win));
+        CHECK(bad_at(mem + 4 * BYTES, BYTES, left, 4, 0) < 0,
+              "slot 4 is not all here after the origin's flush");
+    }
+    MPI_OK(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
+    /* slot 5: a freed request, completed by the epoch's end */
     MPI_OK(MPI_Rput(src + 5 * BYTES, BYTES, MPI_BYTE, right, 5 * BYTES, BYTES, MPI_BYTE, win,
                     &req[0]));
+    MPI_OK(MPI_Request_free(&req[0]));
     MPI_OK(MPI_Win_unlock_all(win));
-    MPI_OK(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
+    memset(src + 5 * BYTES, 0xee, BYTES); /* the unlock completed it */
     expect += 5;
     MPI_Barrier(MPI_COMM_WORLD);
 

@@ -64,13 +64,15 @@ void rma_agent_wake(void)
 
 /* ------------------------------------------------------------------ jobs */
 
-/* Jobs leave the queue under job_lock only, taken by the agent (to run the oldest) or by
+/* Jobs leave the queue under jobs.lock only, taken by the agent (to run the oldest) or by
  * the thread that needs one done (to run it itself): whoever unlinks a job runs it, and a
- * job the agent took is waited for. */
-static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
-static rma_agent_job_t *job_head, **job_tail = &job_head;
-static _Atomic int jobs_queued;
-static _Atomic unsigned jobs_submitted; /* ever: a stream of them keeps the agent watching */
+ * job the agent took is waited for. One cache line: a submission moves it once. */
+static struct {
+    pthread_mutex_t lock;
+    rma_agent_job_t *head, **tail;
+    _Atomic int queued;
+    _Atomic unsigned submitted; /* ever: a stream of them keeps the agent watching */
+} jobs __attribute__((aligned(64))) = {PTHREAD_MUTEX_INITIALIZER, NULL, &jobs.head, 0, 0};
 /* 1 while the agent loops without sleeping (it looks at the queue every turn); a thread
  * that queues a job wakes it otherwise. Cleared before the agent's last look at the queue
  * before a sleep, so that either it sees the job or the submitter sees it cleared. */
@@ -78,14 +80,14 @@ static _Atomic int agent_awake;
 
 static void job_unlink(rma_agent_job_t *job)
 {
-    rma_agent_job_t **pp = &job_head;
+    rma_agent_job_t **pp = &jobs.head;
 
     while (*pp != job)
         pp = &(*pp)->next;
     *pp = job->next;
-    if (job_tail == &job->next)
-        job_tail = pp;
-    atomic_fetch_sub_explicit(&jobs_queued, 1, memory_order_relaxed);
+    if (jobs.tail == &job->next)
+        jobs.tail = pp;
+    atomic_fetch_sub_explicit(&jobs.queued, 1, memory_order_relaxed);
     atomic_store_explicit(&job->state, RMA_JOB_RUNNING, memory_order_relaxed);
 }
 
@@ -101,12 +103,12 @@ static int run_jobs(void)
 {
     int ran = 0;
 
-    while (atomic_load_explicit(&jobs_queued, memory_order_acquire) > 0) {
+    while (atomic_load_explicit(&jobs.queued, memory_order_acquire) > 0) {
         rma_agent_job_t *job;
-        pthread_mutex_lock(&job_lock);
-        if ((job = job_head) != NULL)
+        pthread_mutex_lock(&jobs.lock);
+        if ((job = jobs.head) != NULL)
             job_unlink(job);
-        pthread_mutex_unlock(&job_lock);
+        pthread_mutex_unlock(&jobs.lock);
         if (job == NULL)
             break;
         job_run(job);
@@ -119,7 +121,7 @@ static int run_jobs(void)
 static int jobs_before_sleep(void)
 {
     atomic_store_explicit(&agent_awake, 0, memory_order_seq_cst);
-    return atomic_load_explicit(&jobs_queued, memory_order_seq_cst) > 0;
+    return atomic_load_explicit(&jobs.queued, memory_order_seq_cst) > 0;
 }
 
 int rma_agent_submit(rma_agent_job_t *job)
@@ -130,12 +132,12 @@ int rma_agent_submit(rma_agent_job_t *job)
         return -1;
     job->next = NULL;
     atomic_store_explicit(&job->state, RMA_JOB_QUEUED, memory_order_relaxed);
-    pthread_mutex_lock(&job_lock);
-    *job_tail = job;
-    job_tail = &job->next;
-    atomic_fetch_add_explicit(&jobs_queued, 1, memory_order_seq_cst);
-    atomic_fetch_add_explicit(&jobs_submitted, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&job_lock);
+    pthread_mutex_lock(&jobs.lock);
+    *jobs.tail = job;
+    jobs.tail = &job->next;
+    atomic_fetch_add_explicit(&jobs.queued, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&jobs.submitted, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&jobs.lock);
     if (!atomic_load_explicit(&agent_awake, memory_order_seq_cst) &&
         write(agent_efd, &one, sizeof(one)) < 0) {
         /* the counter is full: the agent is being woken anyway */
@@ -149,12 +151,12 @@ int rma_agent_job_test(rma_agent_job_t *job)
 
     if (atomic_load_explicit(&job->state, memory_order_acquire) == RMA_JOB_DONE)
         return 1;
-    pthread_mutex_lock(&job_lock);
+    pthread_mutex_lock(&jobs.lock);
     if (atomic_load_explicit(&job->state, memory_order_relaxed) == RMA_JOB_QUEUED) {
         job_unlink(job);
         mine = 1;
     }
-    pthread_mutex_unlock(&job_lock);
+    pthread_mutex_unlock(&jobs.lock);
     if (mine)
         job_run(job);
     return atomic_load_explicit(&job->state, memory_order_acquire) == RMA_JOB_DONE;
@@ -172,13 +174,13 @@ void rma_agent_job_drain(const void *owner)
 {
     for (;;) {
         rma_agent_job_t *job = NULL;
-        pthread_mutex_lock(&job_lock);
-        for (rma_agent_job_t *j = job_head; j != NULL && job == NULL; j = j->next)
+        pthread_mutex_lock(&jobs.lock);
+        for (rma_agent_job_t *j = jobs.head; j != NULL && job == NULL; j = j->next)
             if (owner == NULL || j->owner == owner)
                 job = j;
         if (job != NULL)
             job_unlink(job);
-        pthread_mutex_unlock(&job_lock);
+        pthread_mutex_unlock(&jobs.lock);
         if (job == NULL)
             return;
         job_run(job);
@@ -204,9 +206,10 @@ static void serve_kicks(void)
 {
     uint64_t v;
 
-    run_jobs();
-    if (read(agent_efd, &v, sizeof(v)) == sizeof(v) ||
-        atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed))
+    int kicked = read(agent_efd, &v, sizeof(v)) == sizeof(v);
+
+    run_jobs(); /* after the read: a job whose wake-up it consumed is run here */
+    if (kicked || atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed))
         rma_win_foreach(rma_expose_serve);
 }
 
@@ -216,24 +219,27 @@ void rma_agent_serve_moves(void)
         serve_kicks();
 }
 
-/* Pauses the agent waits for the next job, in a stream of them, before it looks at the
- * network again: a job is taken within ~0.1 us, as a copy of 64 KiB (~2 us) needs to be. */
-#define AGENT_JOB_WATCH 4096
+/* How long the agent waits for the next job, in a stream of them, before it looks at the
+ * network again: a job is taken within ~0.1 us, as a copy of 64 KiB (~1.5 us) needs to be,
+ * and the network waits no more than this. */
+#define AGENT_JOB_WATCH_NS 5000u
 
 /* Runs the queued jobs; within spin ns of the last job submitted (*subs: the submissions
  * seen, *last: when the last was seen), first waits a moment for one. 1 when it ran one. */
 static int jobs_watch(unsigned *subs, uint64_t *last, uint64_t spin)
 {
-    unsigned s = atomic_load_explicit(&jobs_submitted, memory_order_relaxed);
+    unsigned s = atomic_load_explicit(&jobs.submitted, memory_order_relaxed);
 
     if (s != *subs) {
         *subs = s;
         *last = now_ns();
     } else if (*last != 0 && now_ns() - *last < spin) {
-        for (int k = 0;
-             k < AGENT_JOB_WATCH && atomic_load_explicit(&jobs_queued, memory_order_acquire) == 0;
-             k++)
+        uint64_t until = now_ns() + AGENT_JOB_WATCH_NS;
+        for (int k = 1; atomic_load_explicit(&jobs.queued, memory_order_acquire) == 0; k++) {
             rma_cpu_relax();
+            if (k % 64 == 0 && now_ns() > until)
+                break;
+        }
     }
     return run_jobs();
 }
@@ -434,7 +440,14 @@ static void agent_forget(void)
         close(kicks[i].fd);
     nkicks = 0;
     pthread_mutex_init(&agent_lock, NULL);
-    pthread_mutex_init(&job_lock, NULL); /* queued jobs are run by whoever waits for them */
+    /* the child has no agent and does no RMA for its parent: queued jobs are dropped, not
+     * replayed into memory it may share with the target */
+    pthread_mutex_init(&jobs.lock, NULL);
+    for (rma_agent_job_t *j = jobs.head; j != NULL; j = j->next)
+        atomic_store(&j->state, RMA_JOB_DONE);
+    jobs.head = NULL;
+    jobs.tail = &jobs.head;
+    atomic_store(&jobs.queued, 0);
     atomic_store(&agent_bound, 0);
 }
 

@@ -230,15 +230,13 @@ int rma_xfer_req(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Da
 /* The copies handed to the agent so far, by who made them (RMAX_Agent_copies). */
 void rma_xfer_copies(long long *by_agent, long long *by_caller);
 
-/* Every copy handed to the agent for win (NULL: for any window) is done when this returns:
- * before a completion call of the window, a later operation that could touch the same
- * bytes, and a datatype's free. One load while there are none. */
-extern _Atomic int rma_xfer_handed;
+/* Every copy handed to the agent for win is done when this returns: before a completion
+ * call of the window, a later operation that could touch the same bytes, and (for every
+ * window) a datatype's free. One load while there are none. */
 void rma_xfer_drain_slow(rma_win_t *win);
 static inline void rma_xfer_drain(rma_win_t *win)
 {
-    if (rma_unlikely(atomic_load_explicit(win != NULL ? &win->handed : &rma_xfer_handed,
-                                          memory_order_acquire) != 0))
+    if (rma_unlikely(atomic_load_explicit(&win->handed, memory_order_acquire) != 0))
         rma_xfer_drain_slow(win);
 }
 

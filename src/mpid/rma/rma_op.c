@@ -267,7 +267,6 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
 
 /* ------------------------------------------------------------------ copies by the agent */
 
-_Atomic int rma_xfer_handed;
 static _Atomic long long copies_by[2]; /* [by_agent]: RMAX_Agent_copies */
 
 void rma_xfer_copies(long long *by_agent, long long *by_caller)
@@ -285,31 +284,30 @@ static void job_copy(rma_agent_job_t *job)
     rma_dtl_copy(x->dst, x->dst_dtl, x->dst_count, x->src, x->src_dtl, x->src_count);
     atomic_fetch_add_explicit(&copies_by[job->by_agent != 0], 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&x->win->handed, 1, memory_order_release);
-    atomic_fetch_sub_explicit(&rma_xfer_handed, 1, memory_order_release);
-}
-
-static void drain_all(void)
-{
-    rma_xfer_drain(NULL);
 }
 
 void rma_xfer_drain_slow(rma_win_t *win)
 {
     rma_backoff_t bo = RMA_BACKOFF_INIT;
-    _Atomic int *left = win != NULL ? &win->handed : &rma_xfer_handed;
 
     rma_agent_job_drain(win);
-    while (atomic_load_explicit(left, memory_order_acquire) != 0)
+    while (atomic_load_explicit(&win->handed, memory_order_acquire) != 0)
         rma_backoff(&bo);
 }
 
-/* Hands the copy of a request-based operation to the agent (see rma_xfer_job_t): 1 when
- * it did, 0 when the caller copies. The target is counted as issued to, so that its
- * flushes, flush_local and the epoch's end come to rma_xfer_drain. */
-static int xfer_hand(rma_win_t *win, int trank, char *dst, const rma_dtl_t *dd, MPI_Aint dc,
-                     const char *src, const rma_dtl_t *sd, MPI_Aint sc, rma_xfer_job_t **job)
+/* a layout is freed (MPI_Type_free): every window's copies may walk it */
+static void drain_all(void)
 {
-    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+    rma_win_foreach(rma_xfer_drain);
+}
+
+/* Hands the copy of a request-based operation to the agent (see rma_xfer_job_t): 1 when
+ * it did, 0 when the caller copies. Nothing is counted as issued to the target: every
+ * flush and unlock drains the window's copies first, whatever the target's counts say
+ * (a count moved here could be taken by another thread's flush that started before). */
+static int xfer_hand(rma_win_t *win, char *dst, const rma_dtl_t *dd, MPI_Aint dc, const char *src,
+                     const rma_dtl_t *sd, MPI_Aint sc, rma_xfer_job_t **job)
+{
     rma_xfer_job_t *x = malloc(sizeof(*x));
 
     if (x == NULL)
@@ -324,16 +322,11 @@ static int xfer_hand(rma_win_t *win, int trank, char *dst, const rma_dtl_t *dd, 
                           .src_count = sc};
     rma_dtl_before_free = drain_all;
     atomic_fetch_add_explicit(&win->handed, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&rma_xfer_handed, 1, memory_order_relaxed);
     if (rma_agent_submit(&x->job) != 0) {
         atomic_fetch_sub_explicit(&win->handed, 1, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&rma_xfer_handed, 1, memory_order_relaxed);
         free(x);
         return 0;
     }
-    rma_nm_issued(nm);
-    rma_nm_need_local(nm);
-    rma_win_net_issued(win);
     *job = x;
     return 1;
 }
@@ -399,9 +392,8 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
     if (span.local != NULL) {
         if (job != NULL && !win->targets[trank].local && rma_env.agent_copy > 0 &&
             (size_t)tbytes >= rma_env.agent_copy && rma_agent_has_core() &&
-            (kind == RMA_PUT
-                 ? xfer_hand(win, trank, span.local, td, tcount, origin, od, ocount, job)
-                 : xfer_hand(win, trank, origin, od, ocount, span.local, td, tcount, job))) {
+            (kind == RMA_PUT ? xfer_hand(win, span.local, td, tcount, origin, od, ocount, job)
+                             : xfer_hand(win, origin, od, ocount, span.local, td, tcount, job))) {
             /* handed over */
         } else if (kind == RMA_PUT)
             rma_dtl_copy(span.local, td, tcount, origin, od, ocount);
