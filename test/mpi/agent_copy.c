@@ -8,8 +8,9 @@
  * (a copy still to come would carry that), and at the target after a message from the
  * origin that flushed. RMAX_Agent_copies must count every copy handed over, and the agent
  * must have made at least one (the origin sleeps before some waits to let it). Run with
- * RMA_AGENT_CPU set (the agent needs a core of its own) in the off-node topologies;
- * elsewhere nothing is handed over and the counts must be 0.
+ * RMA_AGENT_CPU set (the agent needs a core of its own) in the off-node topologies, in
+ * every RMA_AGENT mode; elsewhere, and with RMA_AGENT=off (no agent), nothing is handed
+ * over and the counts must be 0.
  */
 #include "rmatest.h"
 
@@ -53,7 +54,7 @@ static MPI_Datatype rows(void)
 
 int main(int argc, char **argv)
 {
-    int np, expect = 0, offnode;
+    int np, expect = 0, offnode, handing;
     unsigned char *mem, *src, *dst;
     MPI_Request req[4];
     MPI_Win win;
@@ -66,6 +67,9 @@ int main(int argc, char **argv)
     right = (rank + 1) % np;
     left = (rank + np - 1) % np;
     offnode = rt_netmod_only() || !rt_same_node(right);
+    /* copies go to the agent off node, when it runs (not RMA_AGENT=off) bound to a core */
+    handing = offnode && getenv("RMA_AGENT_CPU") != NULL &&
+              (getenv("RMA_AGENT") == NULL || strcmp(getenv("RMA_AGENT"), "off") != 0);
     src = malloc(SLOTS * (size_t)BYTES);
     dst = malloc(SLOTS * (size_t)BYTES);
     MPI_OK(MPI_Win_allocate(SLOTS * (MPI_Aint)BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
@@ -81,7 +85,7 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Win_lock_all(0, win));
     /* slot 0: a contiguous put, waited for after the agent had time to take it (again, up
      * to 10 times, on a machine too busy to give it a core meanwhile) */
-    for (int k = 0, tries = offnode && getenv("RMA_AGENT_CPU") ? 10 : 1; k < tries && by_agent < 1;
+    for (int k = 0, tries = handing ? 10 : 1; k < tries && by_agent < 1;
          k++) {
         MPI_OK(MPI_Rput(src, BYTES, MPI_BYTE, right, 0, BYTES, MPI_BYTE, win, &req[0]));
         usleep(20000);
@@ -168,9 +172,9 @@ int main(int argc, char **argv)
 
     MPI_OK(RMAX_Agent_copies(&by_agent, NULL));
     MPI_OK(RMAX_Agent_copies(NULL, &by_caller));
-    if (!offnode || getenv("RMA_AGENT_CPU") == NULL)
+    if (!handing)
         expect = 0;
-    if (offnode && getenv("RMA_AGENT_CPU") != NULL) {
+    if (handing) {
         CHECK(by_agent + by_caller == expect, "%lld copies by the agent, %lld by the caller: %d "
               "were handed over", by_agent, by_caller, expect);
         CHECK(by_agent >= 1, "the agent made none of the copies (%lld by the caller)", by_caller);
