@@ -158,12 +158,14 @@ void rma_env_print(FILE *out)
     fprintf(out, "       where the progress agent runs: auto (a core no rank of this node is "
                  "bound to, found with hwloc; unbound when there is none), none (unbound), or a "
                  "CPU number\n");
-    fprintf(out,
-            "RMA_AGENT_COPY=%zu  MPI_Rput/MPI_Rget to off-node memory UCX maps here: copies of "
-            "at least this many bytes are made by the progress agent while the caller goes on "
-            "(the request completes when it is done; a wait that comes first makes the copy "
-            "itself); 0: the caller always copies\n",
-            rma_env.agent_copy);
+    fprintf(
+        out,
+        "RMA_AGENT_COPY=%zu  MPI_Rput/MPI_Rget to off-node memory UCX maps here: copies of "
+        "at least this many bytes are made by the progress agent while the caller goes on "
+        "(the request completes when it is done; a wait that comes first makes the copy "
+        "itself); only with the agent bound to a core (RMA_AGENT_CPU) and not RMA_AGENT=off; 0: "
+        "the caller always copies\n",
+        rma_env.agent_copy);
     fprintf(out,
             "RMA_HX_PIECE=%zu      off-node put/get: pieces of at most this many bytes are "
             "sent to the target's agent, which scatters or gathers them (host-assisted); "

@@ -391,7 +391,8 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
      * while the caller goes on) */
     if (span.local != NULL) {
         if (job != NULL && !win->targets[trank].local && rma_env.agent_copy > 0 &&
-            (size_t)tbytes >= rma_env.agent_copy && rma_agent_has_core() &&
+            (size_t)tbytes >= rma_env.agent_copy && rma_env.agent != RMA_AGENT_OFF &&
+            rma_agent_has_core() &&
             (kind == RMA_PUT ? xfer_hand(win, span.local, td, tcount, origin, od, ocount, job)
                              : xfer_hand(win, origin, od, ocount, span.local, td, tcount, job))) {
             /* handed over */
