@@ -282,11 +282,9 @@ static int hx_post_quiet(rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char *body, si
 
 /* Sends one get request for hx's pieces from run *ri, piece *rp on (advanced past them):
  * at most HX_MAX_REC records and RMA_HX_MSG bytes, built in recs. The answer is unpacked
- * into the pieces' local addresses. A call's gets are counted in *left, and hx's runs stay
- * alive until it is zero; gets held back (held) are counted in nm->hx_out, which a flush
- * waits for, and their waiter keeps a copy of the runs. 0 or -errno. */
-static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rma_hx_rec_t *recs,
-                       _Atomic int *left, _Atomic int *err, int held)
+ * into the pieces' local addresses. Counted in nm->hx_out, which a flush waits for; its
+ * waiter keeps a copy of the runs (hx is emptied once sent). 0 or -errno. */
+static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rma_hx_rec_t *recs)
 {
     int first = *ri;
     uint64_t skip = *rp, bytes;
@@ -300,22 +298,19 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
     if ((w = malloc(sizeof(*w))) == NULL)
         return -ENOMEM;
     /* freed by the answer's handler, which unpacks into the runs */
-    *w = (hx_wait_t){.left = held ? &nm->hx_out : left,
-                     .err = held ? &nm->hx_err : err,
+    *w = (hx_wait_t){.left = &nm->hx_out,
+                     .err = &nm->hx_err,
                      .owned = 1,
-                     .own_runs = held,
-                     .runs = &hx->runs[first],
+                     .own_runs = 1,
                      .nruns = nruns,
                      .skip = skip,
                      .bytes = bytes};
-    if (held) { /* hx is emptied once sent: the waiter keeps its own runs */
-        rma_hx_run_t *copy = malloc((size_t)nruns * sizeof(*copy));
-        if (copy == NULL) {
-            free(w);
-            return -ENOMEM;
-        }
-        w->runs = memcpy(copy, w->runs, (size_t)nruns * sizeof(*copy));
+    rma_hx_run_t *copy = malloc((size_t)nruns * sizeof(*copy));
+    if (copy == NULL) {
+        free(w);
+        return -ENOMEM;
     }
+    w->runs = memcpy(copy, &hx->runs[first], (size_t)nruns * sizeof(*copy));
     hx_hdr_init(&h, hx, nrec, bytes, w);
     if (hx->noted && *ri == hx->nruns) {
         h.flags |= RMA_HX_F_NOTE;
@@ -325,15 +320,12 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
     atomic_fetch_add_explicit(w->left, 1, memory_order_relaxed);
     rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs),
                           RMA_NM_AM_COPY);
-    if (held)
-        return hx_out_end(hx->win, nm, w, rc);
-    if (rc != 0)
-        hx_wait_end(w);
-    return rc;
+    return hx_out_end(hx->win, nm, w, rc);
 }
 
 /* rma_hx_send; held: hx holds gets that aggregation held back, which complete at the
- * target's flush (under way when this returns). */
+ * target's flush (under way when this returns), in the order it keeps. Gets are answered
+ * later either way (the flush waits for them), puts acknowledged later. */
 static int hx_send(rma_hx_t *hx, int held)
 {
     rma_nm_tgt_t *nm = &hx->win->targets[hx->trank].nm;
@@ -341,7 +333,6 @@ static int hx_send(rma_hx_t *hx, int held)
     size_t body_cap = HX_MAX_REC * sizeof(rma_hx_rec_t) + (hx->write ? max_bytes : 0);
     char *body = malloc(body_cap);
     int ri = 0, rc = 0;
-    _Atomic int left = 0, err = 0;
     uint64_t rp = 0, lo, hi;
 
     if (body == NULL)
@@ -358,8 +349,8 @@ static int hx_send(rma_hx_t *hx, int held)
         uint32_t nrec;
         rma_hx_hdr_t h;
 
-        if (!hx->write) {
-            rc = hx_get_post(nm, hx, &ri, &rp, recs, &left, &err, held);
+        if (!hx->write) { /* answered later: a flush waits for them */
+            rc = hx_get_post(nm, hx, &ri, &rp, recs);
             continue;
         }
         nrec = hx_fill(hx, &ri, &rp, recs, data, NULL, max_bytes, &bytes);
@@ -372,17 +363,20 @@ static int hx_send(rma_hx_t *hx, int held)
         hx_hdr_init(&h, hx, nrec, bytes, NULL);
         rc = hx_post(hx->win, nm, &h, data - nrec * sizeof(*recs), nrec * sizeof(*recs) + bytes);
     }
-    /* gets: every answer sent for lands before the runs' memory is freed */
-    rma_net->wait_zero(&left);
     /* a device's RDMA does not queue behind the agent's requests as UCX's emulation does:
      * a later one to these bytes must wait for them (a held put's rule) */
     if (rc == 0 && !held && hx->write && nm->dev_rma)
         hx_ord_note(nm, RMA_NM_ORD_PUT_HELD, lo, hi);
+    /* gets land when their answers come, at the latest at the target's next flush: a later
+     * put to these bytes must not overtake them (a held get's rule), and MPI_Win_flush_local
+     * and requests must wait for them */
+    if (rc == 0 && !held && !hx->write) {
+        hx_ord_note(nm, RMA_NM_ORD_GET_HELD, lo, hi);
+        rma_nm_need_local(nm);
+    }
     free(body);
     hx->nruns = 0;
     hx->pieces = hx->bytes = 0;
-    if (rc == 0 && atomic_load(&err) != 0)
-        rc = atomic_load(&err);
     return rc;
 }
 

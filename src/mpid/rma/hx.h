@@ -115,8 +115,10 @@ void rma_hx_net_init(void);
 /* Adds one piece; 0 or -ENOMEM. */
 int rma_hx_add(rma_hx_t *hx, uintptr_t ta, char *buf, size_t len);
 
-/* Sends the pieces added: a put is issued (complete at the target's next flush), a get is
- * complete on return. Empties hx. 0 or -errno (-EINVAL: the target refused a request). */
+/* Sends the pieces added, issued: complete at the target's next flush, which waits for the
+ * acknowledgements and the gets' answers (a refused request's -EINVAL is its error). A get
+ * is marked for MPI_Win_flush_local and noted so that a later put to its bytes does not
+ * overtake it. Empties hx. 0 or -errno. */
 int rma_hx_send(rma_hx_t *hx);
 
 /* An accumulate-family call as one request, applied by the target's agent under the
