@@ -215,6 +215,14 @@ static inline void rma_nm_ord_done(rma_nm_tgt_t *t, unsigned seen)
         atomic_store_explicit(&t->ord_kinds, 0, memory_order_relaxed);
 }
 
+/* Host-assisted requests to t whose answers bring data into this process (gets, fetching
+ * accumulates) are not all answered: what they write here has not landed yet. */
+static inline int rma_nm_fetches_out(rma_nm_tgt_t *t)
+{
+    return atomic_load_explicit(&t->hx_out, memory_order_acquire) >
+           atomic_load_explicit(&t->hx_acks, memory_order_acquire);
+}
+
 /* Nothing is outstanding at t but notifications, which no flush has to complete. */
 static inline int rma_nm_quiet(rma_nm_tgt_t *t)
 {
@@ -378,7 +386,8 @@ typedef struct rma_netmod_ops {
     /* The same, without waiting: flush_start begins it (*req: what flush_test needs, or
      * NULL); flush_test drives the transport once and returns 1 while it is not over (2
      * when the transport moved something in the call), then 0 or -errno (*req is released
-     * then). A refusal of a host-assisted put is left for the next flush to report. */
+     * then): a refusal of a host-assisted request among those it waited for (a get whose
+     * data never came) is its error, as it is a flush's. */
     int (*flush_start)(rma_nm_tgt_t *t, void **req);
     int (*flush_test)(rma_nm_tgt_t *t, void **req);
     /* Releases what flush_start returned in req, over or not (a request abandoned when its

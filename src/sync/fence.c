@@ -17,8 +17,9 @@
 #define FLAG_BARRIER_MAX 32
 
 /* Our arrival may count anywhere only once our operations took effect on every node: a
- * rank that sees it leaves the fence and may read any target. So the first off-node target
- * with operations outstanding carries the arrival to its node, a notification that
+ * rank that sees it leaves the fence and may read any target, our own memory too (where
+ * our gets' data lands). So the first off-node target with operations outstanding and no
+ * data still to come from it carries the arrival to its node, a notification that
  * completes them (rma_ctl_notify: one round trip where the transport keeps issue order);
  * every other target is flushed first, and the carrier's node is notified before any
  * other. In a window of two ranks nobody else can read the carrier, which leaves only
@@ -36,7 +37,9 @@ static int barrier_order(rma_win_t *win, const char *func, int *via)
         int rc = 0;
         if (!rma_nm_pending(&tg->nm) || (tg->nm.ordered && rma_nm_quiet(&tg->nm)))
             continue; /* notifications alone: they need no flush (sync/ctl.h) */
-        if (!tg->local && *via < 0)
+        /* not a carrier while answers to our gets are on their way: they must land here
+         * before anyone hears of our arrival (they may write our own window memory) */
+        if (!tg->local && *via < 0 && !rma_nm_fetches_out(&tg->nm))
             *via = t;
         else if ((rc = rma_ctl_flush(win, t)) != 0)
             return rma_ctl_fail(win, func, t, rc);

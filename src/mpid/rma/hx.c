@@ -332,7 +332,7 @@ static int hx_send(rma_hx_t *hx, int held)
     size_t max_bytes = rma_env.hx_msg;
     size_t body_cap = HX_MAX_REC * sizeof(rma_hx_rec_t) + (hx->write ? max_bytes : 0);
     char *body = malloc(body_cap);
-    int ri = 0, rc = 0;
+    int ri = 0, rc = 0, gets = 0;
     uint64_t rp = 0, lo, hi;
 
     if (body == NULL)
@@ -350,7 +350,8 @@ static int hx_send(rma_hx_t *hx, int held)
         rma_hx_hdr_t h;
 
         if (!hx->write) { /* answered later: a flush waits for them */
-            rc = hx_get_post(nm, hx, &ri, &rp, recs);
+            if ((rc = hx_get_post(nm, hx, &ri, &rp, recs)) == 0)
+                gets++;
             continue;
         }
         nrec = hx_fill(hx, &ri, &rp, recs, data, NULL, max_bytes, &bytes);
@@ -370,7 +371,7 @@ static int hx_send(rma_hx_t *hx, int held)
     /* gets land when their answers come, at the latest at the target's next flush: a later
      * put to these bytes must not overtake them (a held get's rule), and MPI_Win_flush_local
      * and requests must wait for them */
-    if (rc == 0 && !held && !hx->write) {
+    if (gets > 0 && !held) { /* those sent, even when a later one failed */
         hx_ord_note(nm, RMA_NM_ORD_GET_HELD, lo, hi);
         rma_nm_need_local(nm);
     }

@@ -1103,7 +1103,10 @@ static int ucx_flush_test(rma_nm_tgt_t *t, void **req)
             return status_errno(st);
         atomic_store_explicit(&ux.peers[t->world].connected, 1, memory_order_relaxed);
     }
-    return atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0 ? 1 + moved : 0;
+    if (atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0)
+        return 1 + moved;
+    /* a request the target's agent refused (a get's answer never came with data) */
+    return atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
 }
 
 static int ucx_flush(rma_nm_tgt_t *t)
