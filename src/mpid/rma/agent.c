@@ -98,19 +98,30 @@ static void job_run(rma_agent_job_t *job)
     atomic_store_explicit(&job->state, RMA_JOB_DONE, memory_order_release);
 }
 
-/* Runs the queued jobs, oldest first. 1 when it ran one. */
-static int run_jobs(void)
+/* Takes the oldest queued job of owner (NULL: of any owner) off the queue, or NULL. */
+static rma_agent_job_t *job_take(const void *owner)
 {
+    rma_agent_job_t *job = NULL;
+
+    if (atomic_load_explicit(&jobs.queued, memory_order_acquire) == 0)
+        return NULL;
+    pthread_mutex_lock(&jobs.lock);
+    for (rma_agent_job_t *j = jobs.head; j != NULL && job == NULL; j = j->next)
+        if (owner == NULL || j->owner == owner)
+            job = j;
+    if (job != NULL)
+        job_unlink(job);
+    pthread_mutex_unlock(&jobs.lock);
+    return job;
+}
+
+/* Runs the queued jobs of owner (NULL: every one), oldest first. 1 when it ran one. */
+static int run_jobs(const void *owner)
+{
+    rma_agent_job_t *job;
     int ran = 0;
 
-    while (atomic_load_explicit(&jobs.queued, memory_order_acquire) > 0) {
-        rma_agent_job_t *job;
-        pthread_mutex_lock(&jobs.lock);
-        if ((job = jobs.head) != NULL)
-            job_unlink(job);
-        pthread_mutex_unlock(&jobs.lock);
-        if (job == NULL)
-            break;
+    while ((job = job_take(owner)) != NULL) {
         job_run(job);
         ran = 1;
     }
@@ -172,19 +183,7 @@ void rma_agent_job_finish(rma_agent_job_t *job)
 
 void rma_agent_job_drain(const void *owner)
 {
-    for (;;) {
-        rma_agent_job_t *job = NULL;
-        pthread_mutex_lock(&jobs.lock);
-        for (rma_agent_job_t *j = jobs.head; j != NULL && job == NULL; j = j->next)
-            if (owner == NULL || j->owner == owner)
-                job = j;
-        if (job != NULL)
-            job_unlink(job);
-        pthread_mutex_unlock(&jobs.lock);
-        if (job == NULL)
-            return;
-        job_run(job);
-    }
+    run_jobs(owner);
 }
 
 /* ------------------------------------------------------------------ the network */
@@ -208,7 +207,7 @@ static void serve_kicks(void)
 
     int kicked = read(agent_efd, &v, sizeof(v)) == sizeof(v);
 
-    run_jobs(); /* after the read: a job whose wake-up it consumed is run here */
+    run_jobs(NULL); /* after the read: a job whose wake-up it consumed is run here */
     if (kicked || atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed))
         rma_win_foreach(rma_expose_serve);
 }
@@ -241,7 +240,7 @@ static int jobs_watch(unsigned *subs, uint64_t *last, uint64_t spin)
                 break;
         }
     }
-    return run_jobs();
+    return run_jobs(NULL);
 }
 
 /* How long the agent sleeps while an application thread drives the network: the first

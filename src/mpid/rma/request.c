@@ -139,21 +139,21 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
     MPI_Request r;
     int rc;
 
-    if (job != NULL) {
+    /* the agent's copy completes it, or else a flush when the operation still needs one */
+    int flush = job == NULL && trank != MPI_PROC_NULL && rma_nm_local_due(&win->targets[trank].nm);
+
+    if (job != NULL || flush) {
+        rma_nm_tgt_t *nm = &win->targets[trank].nm;
         if ((st = calloc(1, sizeof(*st))) == NULL) {
-            rma_agent_job_finish(&job->job);
-            free(job);
+            if (job != NULL) { /* made here, then: the operation is complete */
+                rma_agent_job_finish(&job->job);
+                free(job);
+            }
             return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the request");
         }
-        *st = (req_flush_t){.win = win->handle, .serial = win->serial, .trank = trank, .job = job};
-    } else if (trank != MPI_PROC_NULL && rma_nm_local_due(&win->targets[trank].nm)) {
-        rma_nm_tgt_t *nm = &win->targets[trank].nm;
-        st = calloc(1, sizeof(*st));
-        if (st == NULL)
-            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the request");
         *st = (req_flush_t){
-            .win = win->handle, .serial = win->serial, .trank = trank, .ops = nm->ops};
-        if ((rc = nm->ops->flush_start(nm, &st->flush)) != 0) {
+            .win = win->handle, .serial = win->serial, .trank = trank, .ops = nm->ops, .job = job};
+        if (flush && (rc = nm->ops->flush_start(nm, &st->flush)) != 0) {
             free(st);
             return rma_ctl_fail(win, func, trank, rc);
         }
