@@ -220,12 +220,16 @@ static void hx_hdr_init(rma_hx_hdr_t *h, const rma_hx_t *hx, uint32_t nrec, uint
  * waiter is freed with its runs. */
 static void hx_wait_end(hx_wait_t *w)
 {
+    /* a waiter on the caller's stack may be gone once left drops: under
+     * MPI_THREAD_MULTIPLE another thread may run this handler while the caller waits */
+    int owned = w->owned;
+
+    if (w->own_runs)
+        free((void *)w->runs);
     if (w->also != NULL)
         atomic_fetch_sub_explicit(w->also, 1, memory_order_release);
     atomic_fetch_sub_explicit(w->left, 1, memory_order_release);
-    if (w->own_runs)
-        free((void *)w->runs);
-    if (w->owned)
+    if (owned)
         free(w);
 }
 
