@@ -97,6 +97,7 @@ typedef struct rma_nm_tgt {
     size_t hx_piece;                  /* ucx: pieces of at most this many bytes go to the
                                          target's agent (mpid/rma/hx.h; 0: none) */
     size_t hx_get_piece;              /* ucx: the same for a get of many pieces */
+    size_t hx_msg;                    /* ucx: data bytes in one host-assisted request */
     size_t aggregate;                 /* ucx: bytes of one aggregated request (0: off) */
     _Atomic int hx_out;               /* host-assisted requests not answered yet (hx.h) */
     _Atomic int hx_unordered;         /* ... those that may take effect out of issue order:

@@ -86,6 +86,7 @@ void rma_env_init(void)
     rma_env.aggregate = (size_t)env_long("RMA_AGGREGATE", (long)rma_env.aggregate, 0, 4 << 20);
     rma_env.hx_piece_am = env_given("RMA_HX_PIECE") ? rma_env.hx_piece : rma_env.hx_msg;
     rma_env.aggregate_am = env_given("RMA_AGGREGATE") ? rma_env.aggregate : RMA_AGGREGATE_AM;
+    rma_env.hx_msg_am = env_given("RMA_HX_MSG") ? rma_env.hx_msg : RMA_HX_MSG_AM;
     rma_env.rndv = (size_t)env_long("RMA_RNDV", (long)rma_env.rndv, 0, 1L << 40);
     if (rma_env.rndv > 0 && rma_env.rndv <= rma_env.hx_piece)
         rma_env.rndv = rma_env.hx_piece + 1;
@@ -181,8 +182,10 @@ void rma_env_print(FILE *out)
             "has RMA_HX_MIN_PIECES of them, are gathered by the target's agent into one "
             "reply\n",
             rma_env.hx_get_piece);
-    fprintf(out, "RMA_HX_MSG=%zu       data bytes in one host-assisted request or reply\n",
-            rma_env.hx_msg);
+    fprintf(out,
+            "RMA_HX_MSG=%zu       data bytes in one host-assisted request or reply (to a peer "
+            "reached over tcp alone: %zu)\n",
+            rma_env.hx_msg, rma_env.hx_msg_am);
     fprintf(out,
             "RMA_AGGREGATE=%zu    off-node puts of at most RMA_HX_PIECE bytes and accumulates "
             "of at most this many bytes to one target are gathered into one host-assisted "

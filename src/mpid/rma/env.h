@@ -31,6 +31,7 @@ typedef struct rma_env {
                             where it emulates RMA with active messages: the variables when set, */
     size_t aggregate_am; /* else RMA_HX_MSG and RMA_AGGREGATE_AM (librma's own messages cost
                             no more there and carry many operations) */
+    size_t hx_msg_am;    /* hx_msg for such a target: RMA_HX_MSG when set, else RMA_HX_MSG_AM */
     size_t rndv;         /* RMA_RNDV: off-node contiguous pieces of at least this many bytes go by
                          rendezvous to the target's agent; 0: never */
     int ucx_alloc;       /* RMA_ALLOC_UCX: a rank alone on its node in a window lets UCX
@@ -47,6 +48,9 @@ typedef struct rma_env {
 } rma_env_t;
 
 #define RMA_AGGREGATE_AM (64u << 10)
+/* Over tcp a strided put or get of 1 MiB in 1 KiB rows moves 72-87 % of a contiguous one's
+ * bandwidth in 64 KiB requests, 89-109 % in 256 KiB ones (doc/tuning.md, RMA_HX_MSG) */
+#define RMA_HX_MSG_AM    (256u << 10)
 
 /* RMA_AGENT=block: the agent sleeps on the target worker's event descriptor and polls for
  * RMA_AGENT_SPIN_US after each activity; poll: it polls all the time (yielding the core);

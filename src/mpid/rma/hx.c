@@ -292,7 +292,7 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
 {
     int first = *ri;
     uint64_t skip = *rp, bytes;
-    uint32_t nrec = hx_fill(hx, ri, rp, recs, NULL, NULL, rma_env.hx_msg, &bytes);
+    uint32_t nrec = hx_fill(hx, ri, rp, recs, NULL, NULL, nm->hx_msg, &bytes);
     int nruns = (*rp == 0 ? *ri : *ri + 1) - first, rc;
     hx_wait_t *w;
     rma_hx_hdr_t h;
@@ -333,8 +333,9 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
 static int hx_send(rma_hx_t *hx, int held)
 {
     rma_nm_tgt_t *nm = &hx->win->targets[hx->trank].nm;
-    size_t max_bytes = rma_env.hx_msg;
-    size_t body_cap = HX_MAX_REC * sizeof(rma_hx_rec_t) + (hx->write ? max_bytes : 0);
+    size_t max_bytes = nm->hx_msg;
+    size_t body_cap = HX_MAX_REC * sizeof(rma_hx_rec_t) +
+                      (hx->write ? (hx->bytes < max_bytes ? (size_t)hx->bytes : max_bytes) : 0);
     char *body = malloc(body_cap);
     int ri = 0, rc = 0, gets = 0;
     uint64_t rp = 0, lo, hi;
@@ -741,8 +742,7 @@ int rma_hx_agg_shared(rma_win_t *win, int trank)
     if (a == NULL)
         return 0;
     agg_lock(a);
-    if (a->nrec > 0 ? a->gets.nruns > 0 || a->h.kind != RMA_HX_PUT
-                    : a->gets.bytes > rma_env.hx_msg) {
+    if (a->nrec > 0 ? a->gets.nruns > 0 || a->h.kind != RMA_HX_PUT : a->gets.bytes > nm->hx_msg) {
         agg_unlock(a);
         return 1;
     }

@@ -807,6 +807,7 @@ static int ucx_tgt_init(rma_nm_tgt_t *t, int w)
     t->am_rma = ux.peers[w].lanes.ordered; /* every lane is tcp */
     t->hx_piece = t->am_rma ? rma_env.hx_piece_am : rma_env.hx_piece;
     t->hx_get_piece = t->am_rma ? rma_env.hx_piece_am : rma_env.hx_get_piece;
+    t->hx_msg = t->am_rma ? rma_env.hx_msg_am : rma_env.hx_msg;
     t->aggregate = t->am_rma ? rma_env.aggregate_am : rma_env.aggregate;
     t->ops = &ucx_ops;
     t->noted = t->ep_noted = ~0u; /* no notification yet (rma_nm_quiet) */
