@@ -158,10 +158,12 @@ int rma_agent_submit(rma_agent_job_t *job)
 
 int rma_agent_job_test(rma_agent_job_t *job)
 {
-    int mine = 0;
+    int mine = 0, state = atomic_load_explicit(&job->state, memory_order_acquire);
 
-    if (atomic_load_explicit(&job->state, memory_order_acquire) == RMA_JOB_DONE)
-        return 1;
+    /* a job leaves QUEUED only under the lock, and never comes back: a waiter that polls
+     * one the agent runs stays off the lock the agent's next take needs */
+    if (state != RMA_JOB_QUEUED)
+        return state == RMA_JOB_DONE;
     pthread_mutex_lock(&jobs.lock);
     if (atomic_load_explicit(&job->state, memory_order_relaxed) == RMA_JOB_QUEUED) {
         job_unlink(job);
