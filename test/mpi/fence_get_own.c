@@ -5,7 +5,9 @@
  * agent gathers off node) into the second half of its own window, then, after the fence,
  * the left neighbour gets them back from it and checks every byte. Rounds change the
  * pattern, so a row that landed late shows the previous round's bytes. Create windows, so
- * that off node (RMA_MOVE_EAGER=0, over tcp) the gets are host-assisted.
+ * that off node (RMA_MOVE_EAGER=0, over tcp) the gets are host-assisted. FENCE_GET_SPLIT=1
+ * gets each row with an MPI_Get of its own (small gets, which over tcp are held back until
+ * the fence sends them).
  */
 #include "rmatest.h"
 
@@ -21,6 +23,7 @@ static unsigned char pat(int who, int round, size_t i)
 int main(int argc, char **argv)
 {
     int rank, np, right, left, rounds = rt_env_int("FENCE_GET_ROUNDS", 200);
+    int split = rt_env_int("FENCE_GET_SPLIT", 0);
     unsigned char *mem, *back;
     MPI_Datatype rows;
     MPI_Win win;
@@ -40,7 +43,12 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < HALF; i++)
             mem[i] = pat(rank, r, i);
         MPI_OK(MPI_Win_fence(0, win));
-        MPI_OK(MPI_Get(mem + HALF, 1, rows, right, 0, 1, rows, win));
+        if (split)
+            for (int k = 0; k < ROWS; k++)
+                MPI_OK(MPI_Get(mem + HALF + 2 * k * ROW, ROW, MPI_BYTE, right, 2 * k * ROW, ROW,
+                               MPI_BYTE, win));
+        else
+            MPI_OK(MPI_Get(mem + HALF, 1, rows, right, 0, 1, rows, win));
         MPI_OK(MPI_Win_fence(0, win));
         /* the left neighbour's second half now holds this rank's rows */
         MPI_OK(MPI_Get(back, 1, rows, left, HALF, 1, rows, win));
