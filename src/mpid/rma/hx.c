@@ -689,6 +689,13 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
     return 0;
 }
 
+int rma_hx_agg_whole(rma_win_t *win, int trank, const rma_hx_t *hx)
+{
+    rma_nm_tgt_t *nm = &win->targets[trank].nm;
+
+    return agg_holds_all(nm) && hx->bytes <= nm->aggregate && hx->pieces <= HX_MAX_REC;
+}
+
 int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;

@@ -161,6 +161,12 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
  * moves it), or -errno. */
 int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n);
 
+/* 1 when hx's pieces (a put's or a get's, at least RMA_HX_MIN_PIECES of them) are to be
+ * held back one by one like small operations, rather than sent as a request of their own:
+ * the target holds every small operation back anyway (tcp, a lazy lock's epoch) and all of
+ * hx fits the aggregation buffer, so the operations of a flush go as a few requests. */
+int rma_hx_agg_whole(rma_win_t *win, int trank, const rma_hx_t *hx);
+
 /* Sends what aggregation holds back for target trank as the whole of an epoch under a
  * shared lock the target's agent takes (RMA_HX_F_SHARED), when it is one request: puts
  * alone, or gets alone within one request. Then, and when nothing is held, returns 0 (a

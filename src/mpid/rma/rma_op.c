@@ -124,7 +124,8 @@ static void mover_send_hx(rma_mover_t *mv)
     mv->hx = NULL;
     if (mv->err != 0) {
         /* the walk failed: nothing more is sent */
-    } else if (hx->pieces < rma_env.hx_min) {
+    } else if (hx->pieces < rma_env.hx_min ||
+               (!mv->sync && rma_hx_agg_whole(mv->win, mv->trank, hx))) {
         int agg = !mv->sync; /* puts and gets may be held back (hx.h, aggregation) */
         for (int i = 0; i < hx->nruns && mv->err == 0; i++) {
             const rma_hx_run_t *r = &hx->runs[i];
