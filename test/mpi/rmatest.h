@@ -193,7 +193,10 @@ static inline void rt_win_open(rt_win_t *w, int flavor, MPI_Aint bytes, int disp
         MPI_Get_address(w->mem, &w->base);
         break;
     }
-    /* rank 0's memory is zero; this bcast also orders that before every peer's access */
+    /* every rank's memory is zero before any peer's first access: a bcast alone would let
+     * rank 0 put into a rank still clearing its allocated memory (random_epochs lost its
+     * first puts so) */
+    MPI_Barrier(MPI_COMM_WORLD);
     MPI_Bcast(&w->base, 1, MPI_AINT, 0, MPI_COMM_WORLD);
 }
 
