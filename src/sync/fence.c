@@ -37,9 +37,11 @@ static int barrier_order(rma_win_t *win, const char *func, int *via)
         int rc = 0;
         if (!rma_nm_pending(&tg->nm) || (tg->nm.ordered && rma_nm_quiet(&tg->nm)))
             continue; /* notifications alone: they need no flush (sync/ctl.h) */
-        /* not a carrier while answers to our gets are on their way: they must land here
-         * before anyone hears of our arrival (they may write our own window memory) */
-        if (!tg->local && *via < 0 && !rma_nm_fetches_out(&tg->nm))
+        /* not a carrier while the data of our gets is still to land here: it must land
+         * before anyone hears of our arrival (it may write our own window memory). That is
+         * host-assisted answers on their way or gets held back (fetches_out), and what
+         * is not complete here yet, UCX's own gets among it (local_due) */
+        if (!tg->local && *via < 0 && !rma_nm_fetches_out(&tg->nm) && !rma_nm_local_due(&tg->nm))
             *via = t;
         else if ((rc = rma_ctl_flush(win, t)) != 0)
             return rma_ctl_fail(win, func, t, rc);
