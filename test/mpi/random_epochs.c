@@ -1,6 +1,6 @@
 /*
- * random_epochs - random puts and gets in random synchronization modes, against a model of
- * every window that each rank computes on its own. Every rank r owns the slice
+ * random_epochs - random puts, gets and accumulates in random synchronization modes, against
+ * a model of every window that each rank computes on its own. Every rank r owns the slice
  * [r*S, (r+1)*S) of every window (S = W/np rounded down to 8 bytes, W = 64 KiB) and is the
  * only one to write it anywhere, so the results do not depend on the order in which the
  * ranks' operations land. Each round a PRNG seeded alike on every rank (so each rank knows
@@ -22,9 +22,31 @@
  * (what fence_get_own checks for one pattern). A fence round adds an epoch right after the
  * operations' in which every rank gets its right neighbour's scratch half of the round at
  * once (the library from before the held-gets fence fix failed it within 13-163 rounds,
- * every peer over tcp). Runs on MPICH's own RMA as well.
+ * every peer over tcp).
+ * The accumulate family joins in (unless RANDOM_EPOCHS_MIX=0, which gives the put/get-only
+ * rounds of before, the same for a seed): MPI_Accumulate (SUM, REPLACE, BXOR; MPI_INT or
+ * MPI_UINT64_T at aligned offsets; 1-256 elements, contiguous or a vector of up to 16 blocks
+ * of 1-16 elements), MPI_Get_accumulate (SUM, NO_OP; 1-32 elements), MPI_Fetch_and_op (SUM,
+ * NO_OP, REPLACE) and MPI_Compare_and_swap (MPI_UINT64_T, the compare value equal to the word
+ * or not), on the origin's slice too. Within a round an origin's accumulate-family operations
+ * at a target touch no byte its puts or gets there touch, and overlap each other only with the
+ * same basic type: MPI's default accumulate_ordering then makes them take effect in issue
+ * order, which the model follows (each fetched value is the word at that point of the
+ * sequence). Operands depend on (round, origin, target, operation, offset). In lock_all and
+ * shared-lock rounds puts, gets and SUM accumulates are sometimes request-based (MPI_Rput,
+ * MPI_Rget, MPI_Raccumulate), completed by MPI_Wait or an MPI_Test loop right away or by an
+ * MPI_Waitall or MPI_Testall loop over a few of them later, before the epoch ends; an Rget's
+ * or a fetching call's destination is checked right when its request completes, and in
+ * lock_all rounds after a random MPI_Win_flush_local_all or MPI_Win_flush_local(target) for
+ * the operations issued before it. Runs on MPICH's own RMA as well.
  * Environment: RANDOM_EPOCHS_ROUNDS (default 300), RANDOM_EPOCHS_SEED (default 1),
- * RANDOM_EPOCHS_FLAVOR=allocate (MPI_Win_allocate; default MPI_Win_create on calloc'd memory).
+ * RANDOM_EPOCHS_FLAVOR=allocate (MPI_Win_allocate; default MPI_Win_create on calloc'd memory),
+ * RANDOM_EPOCHS_MIX (default 1; 0: puts and gets only), RANDOM_EPOCHS_MPICH_UCX=1 (skips the
+ * two kinds of check MPICH 4.0.2 ch4:ucx fails: a strided MPI_Rget's destination when its
+ * request completes, which it does at once while an MPI_Get without a request goes on
+ * (pmodels/mpich#7896), and a get's after MPI_Win_flush_local(_all) when a put to the same
+ * target came after the get: the put's ucp_put_nbi completed at once and marked the target
+ * as needing a remote flush only, over the get's mark, so the local flush waited for nothing).
  */
 #include "rmatest.h"
 
@@ -38,9 +60,40 @@
 
 enum { M_FENCE, M_LOCK_ALL, M_LOCK, M_PSCW, M_N };
 static const char *mode_name[] = {"fence", "lock_all+flush_all", "lock shared", "pscw"};
-enum { K_PUT, K_PUTV, K_GET, K_GETV, K_NBR, K_N };
-static const char *kind_name[] = {"put", "strided put", "get", "strided get",
-                                  "get of the right neighbour's scratch"};
+enum { K_PUT, K_PUTV, K_GET, K_GETV, K_NBR, K_ACC, K_ACCV, K_GACC, K_FOP, K_CAS, K_N };
+static const char *kind_name[] = {"put",
+                                  "strided put",
+                                  "get",
+                                  "strided get",
+                                  "get of the right neighbour's scratch",
+                                  "accumulate",
+                                  "strided accumulate",
+                                  "get_accumulate",
+                                  "fetch_and_op",
+                                  "compare_and_swap"};
+enum { A_SUM, A_REPLACE, A_BXOR, A_NO_OP };
+static const char *aop_name[] = {"SUM", "REPLACE", "BXOR", "NO_OP"};
+/* request-based: not; completed by MPI_Wait or an MPI_Test loop right away; later with others */
+enum { R_NONE, R_WAIT, R_TEST, R_LATER };
+/* where a destination is checked */
+enum {
+    C_EPOCH,
+    C_FLUSH_ALL,
+    C_WAIT,
+    C_TEST,
+    C_WAITALL,
+    C_TESTALL,
+    C_FLUSH_LOCAL_ALL,
+    C_FLUSH_LOCAL
+};
+static const char *check_name[] = {"after the epoch",
+                                   "right after MPI_Win_flush_all",
+                                   "right after MPI_Wait",
+                                   "right after an MPI_Test loop",
+                                   "right after MPI_Waitall",
+                                   "right after an MPI_Testall loop",
+                                   "right after MPI_Win_flush_local_all",
+                                   "right after MPI_Win_flush_local"};
 
 typedef struct op {
     int kind, target;
@@ -49,15 +102,31 @@ typedef struct op {
     int scratch;            /* a get into the origin's own window (else a private buffer) */
     int ostride;            /* the origin's side: the same blocks, ostride apart ... */
     long ooff;              /* ... from this byte of the private buffer or of the window */
+    int esz;                /* accumulate family: element bytes (4 MPI_INT, 8 MPI_UINT64_T) */
+    int aop;                /* ... the operation (A_*) */
+    long roff;              /* ... fetched elements: at this byte of the private buffer */
+    long coff;              /* ... compare_and_swap's compare value: at this byte */
+    int cas_eq;             /* ... compare_and_swap: the compare value is the word's */
+    uint64_t cmp;           /* ... the compare value */
+    int req;                /* R_*: request-based (MPI_Rput, MPI_Rget, MPI_Raccumulate) */
 } op_t;
 
 static int me, np, S, P; /* P: the bytes of a slice that puts may write */
+static int mix = 1;      /* accumulates, requests and local flushes too */
+/* RANDOM_EPOCHS_MPICH_UCX=1: skip the checks MPICH 4.0.2 ch4:ucx fails (see the top) */
+static int mpich_ucx;
 static uint64_t rng;
 static unsigned char *model; /* np windows of W bytes: what each must hold */
 static unsigned char *mem, *priv;
+static unsigned char *pexp; /* what this rank's fetching calls must fetch (laid out as priv) */
 static MPI_Win win;
 static op_t ops[64][MAXOPS]; /* this round's operations of each origin */
 static int nops[64], split[64], one_at_a_time[64];
+/* of each origin: R_LATER requests completed in groups of group[]: by MPI_Testall loops or
+ * MPI_Waitall; a lock_all round's local flush (0 none, 1 MPI_Win_flush_local_all,
+ * 2 MPI_Win_flush_local(flocal_t)) before its operation flocal_at */
+static int group[64], testall[64], flocal[64], flocal_at[64], flocal_t[64];
+static long issued[K_N], issued_req, issued_flocal; /* by this rank, for the summary */
 
 static uint32_t rnd(void)
 {
@@ -79,9 +148,74 @@ static unsigned char val(int round, int o, int t, long off)
     return (unsigned char)x;
 }
 
+/* The operand of origin o's operation i (of the round) for its element at target offset off */
+static uint64_t operand(int round, int o, int t, int i, long off)
+{
+    uint64_t x = 0;
+
+    for (int k = 0; k < 8; k++)
+        x = x << 8 | val(round, o, t + 16 * (i + 1), off + k);
+    return x;
+}
+
+static uint64_t word(const unsigned char *b, int esz)
+{
+    uint32_t w4;
+    uint64_t w8;
+
+    if (esz == 4) {
+        memcpy(&w4, b, 4);
+        return w4;
+    }
+    memcpy(&w8, b, 8);
+    return w8;
+}
+
+static void set_word(unsigned char *b, int esz, uint64_t v)
+{
+    uint32_t w4 = (uint32_t)v;
+
+    if (esz == 4)
+        memcpy(b, &w4, 4);
+    else
+        memcpy(b, &v, 8);
+}
+
+/* MPI_SUM on MPI_INT as two's complement (32-bit words, wrapping) */
+static uint64_t apply(int aop, uint64_t old, uint64_t x)
+{
+    switch (aop) {
+    case A_SUM: return old + x;
+    case A_REPLACE: return x;
+    case A_BXOR: return old ^ x;
+    default: return old;
+    }
+}
+
+static MPI_Op mpi_op(int aop)
+{
+    switch (aop) {
+    case A_SUM: return MPI_SUM;
+    case A_REPLACE: return MPI_REPLACE;
+    case A_BXOR: return MPI_BXOR;
+    default: return MPI_NO_OP;
+    }
+}
+
 static int is_get(int kind)
 {
-    return kind >= K_GET;
+    return kind == K_GET || kind == K_GETV || kind == K_NBR;
+}
+
+static int is_acc(int kind)
+{
+    return kind >= K_ACC;
+}
+
+/* get_accumulate, fetch_and_op, compare_and_swap: results at roff */
+static int fetches(int kind)
+{
+    return kind >= K_GACC;
 }
 
 static long extent(const op_t *p)
@@ -96,54 +230,191 @@ static int covers(const op_t *p, long off)
     return d >= 0 && d < extent(p) && d % p->tstride < p->blk;
 }
 
-/* One random put or get of origin o at round `round`; 0 when none fitted. */
+/* 1 when one origin's ops a and b in one epoch would make the result undefined or depend on
+ * their order: a put and a get, or an accumulate-family op and a put or get, on common bytes
+ * (extents, to keep it simple), or accumulates with different basic types there */
+static int conflict(const op_t *a, const op_t *b)
+{
+    if (a->target != b->target || a->kind == K_NBR || b->kind == K_NBR ||
+        !(a->toff < b->toff + extent(b) && b->toff < a->toff + extent(a)))
+        return 0;
+    if (is_acc(a->kind) && is_acc(b->kind))
+        return a->esz != b->esz;
+    if (is_acc(a->kind) || is_acc(b->kind))
+        return 1;
+    return is_get(a->kind) != is_get(b->kind);
+}
+
+static const char *describe(const op_t *p)
+{
+    static char s[160];
+    int n;
+
+    n = snprintf(s, sizeof s, "%s", kind_name[p->kind]);
+    if (is_acc(p->kind) && p->kind != K_CAS)
+        n += snprintf(s + n, sizeof s - n, " %s", aop_name[p->aop]);
+    if (is_acc(p->kind))
+        n += snprintf(s + n, sizeof s - n, " of %s (%d x %d elements)",
+                      p->esz == 4 ? "MPI_INT" : "MPI_UINT64_T", p->nblk, p->blk / p->esz);
+    else
+        n += snprintf(s + n, sizeof s - n, " (%d x %d bytes)", p->nblk, p->blk);
+    if (p->req)
+        snprintf(s + n, sizeof s - n, ", request-based (%s)",
+                 p->req == R_WAIT   ? "MPI_Wait"
+                 : p->req == R_TEST ? "MPI_Test loop"
+                                    : "completed later with others");
+    return s;
+}
+
+/* The shape of an accumulate-family op p: type, operation, elements. */
+static void gen_acc_shape(op_t *p, int esz)
+{
+    static const int fop_ops[] = {A_SUM, A_NO_OP, A_REPLACE};
+    int maxe, cnt = 1;
+
+    p->esz = p->kind == K_CAS ? 8 : esz ? esz : rnd() % 2 ? 8 : 4;
+    maxe = P / p->esz;
+    switch (p->kind) {
+    case K_ACC:
+        p->aop = rnd() % 3;
+        cnt = 1 + rnd() % (maxe < 256 ? maxe : 256);
+        break;
+    case K_ACCV: {
+        int per = 1 + rnd() % 16, nmax = (maxe / per + 1) / 2;
+        p->aop = rnd() % 3;
+        p->nblk = 1 + rnd() % (nmax > 16 ? 16 : nmax);
+        p->blk = per * p->esz;
+        p->tstride = 2 * p->blk;
+        return;
+    }
+    case K_GACC:
+        p->aop = rnd() % 2 ? A_SUM : A_NO_OP;
+        cnt = 1 + rnd() % 32;
+        break;
+    case K_FOP: p->aop = fop_ops[rnd() % 3]; break;
+    default: p->cas_eq = rnd() % 2; break;
+    }
+    p->nblk = 1;
+    p->blk = cnt * p->esz;
+    p->tstride = p->blk;
+}
+
+/* One random op of origin o at round `round`; 0 when none fitted. */
 static int gen_op(int round, int o, int mode, op_t *list, int n, long *priv_used, int *scratch_used)
 {
+    static const int kinds[16] = {K_PUT,  K_PUT,  K_PUT, K_PUTV, K_PUTV, K_GET,  K_GET, K_GET,
+                                  K_GETV, K_GETV, K_ACC, K_ACC,  K_ACCV, K_GACC, K_FOP, K_CAS};
     op_t p;
-    int t = rnd() % np, kind = rnd() % 4;
+    int t = rnd() % np, kind = mix ? kinds[rnd() % 16] : (int)(rnd() % 4), near = -1;
 
     if (mode == M_PSCW && t == o)
         t = (o + 1) % np;
+    /* half the accumulate-family ops go where an earlier one went, with its type (the same
+     * words, so that issue order shows) */
+    if (is_acc(kind) && rnd() % 2) {
+        int nacc = 0;
+        for (int i = 0; i < n; i++)
+            nacc += is_acc(list[i].kind);
+        if (nacc > 0) {
+            int pick = rnd() % nacc;
+            for (near = 0; !is_acc(list[near].kind) || pick-- > 0; near++)
+                ;
+            t = list[near].target;
+        }
+    }
     for (int attempt = 0; attempt < 10; attempt++) {
         int clash = 0, want_scratch = rnd() % 2, packed = rnd() % 2;
+        memset(&p, 0, sizeof p);
         p.kind = kind;
         p.target = t;
-        if (kind == K_PUT || kind == K_GET) {
-            p.nblk = 1;
-            p.blk = 1 + rnd() % (P < 4096 ? P : 4096);
-            p.tstride = p.blk;
+        if (is_acc(kind)) {
+            gen_acc_shape(&p, near >= 0 ? list[near].esz : 0);
+            if (near >= 0 && p.esz == list[near].esz) {
+                const op_t *q = &list[near];
+                long end = (long)o * S + P - extent(&p); /* aligned: S and P are */
+                p.toff = q->toff + (long)p.esz * (rnd() % (extent(q) / p.esz));
+                p.toff = p.toff > end ? end : p.toff;
+            } else {
+                p.toff = (long)o * S + (long)p.esz * (rnd() % ((P - extent(&p)) / p.esz + 1));
+            }
         } else {
-            int nmax;
-            p.blk = 8 + rnd() % 1017;
-            nmax = (P / p.blk + 1) / 2;
-            nmax = nmax > 64 ? 64 : nmax;
-            p.nblk = 1 + rnd() % nmax;
-            p.tstride = 2 * p.blk;
+            if (kind == K_PUT || kind == K_GET) {
+                p.nblk = 1;
+                p.blk = 1 + rnd() % (P < 4096 ? P : 4096);
+                p.tstride = p.blk;
+            } else {
+                int nmax;
+                p.blk = 8 + rnd() % 1017;
+                nmax = (P / p.blk + 1) / 2;
+                nmax = nmax > 64 ? 64 : nmax;
+                p.nblk = 1 + rnd() % nmax;
+                p.tstride = 2 * p.blk;
+            }
+            p.toff = (long)o * S + rnd() % (P - extent(&p) + 1);
         }
-        p.toff = (long)o * S + rnd() % (P - extent(&p) + 1);
-        /* a get reads nothing the origin puts at that target in the round, and the reverse */
+        /* a get reads nothing the origin puts at that target in the round, and the reverse;
+         * accumulates keep off both */
         for (int i = 0; i < n && !clash; i++)
-            if (list[i].target == t && is_get(list[i].kind) != is_get(kind) &&
-                list[i].kind != K_NBR)
-                clash =
-                    p.toff < list[i].toff + extent(&list[i]) && list[i].toff < p.toff + extent(&p);
+            clash = conflict(&list[i], &p);
         if (clash)
             continue;
-        p.ostride = kind == K_PUT || kind == K_GET || packed ? p.blk : p.tstride;
-        p.scratch = 0;
-        if (is_get(kind) && want_scratch && *scratch_used + p.nblk * p.blk <= HALF) {
-            p.scratch = 1;
-            p.ostride = p.blk;
-            p.ooff = (long)o * S + P + (round & 1) * HALF + *scratch_used;
-            *scratch_used += p.nblk * p.blk;
-        } else {
+        if (is_acc(kind)) { /* aligned operands, fetched values (and compare value) after */
+            *priv_used = (*priv_used + 7) & ~7L;
+            p.ostride = kind == K_ACCV && !packed ? p.tstride : p.blk;
             p.ooff = *priv_used;
             *priv_used += (long)(p.nblk - 1) * p.ostride + p.blk;
+            if (fetches(kind)) {
+                p.roff = *priv_used;
+                *priv_used += p.blk;
+            }
+            if (kind == K_CAS) {
+                p.coff = *priv_used;
+                *priv_used += 8;
+            }
+        } else {
+            p.ostride = kind == K_PUT || kind == K_GET || packed ? p.blk : p.tstride;
+            p.scratch = 0;
+            if (is_get(kind) && want_scratch && *scratch_used + p.nblk * p.blk <= HALF) {
+                p.scratch = 1;
+                p.ostride = p.blk;
+                p.ooff = (long)o * S + P + (round & 1) * HALF + *scratch_used;
+                *scratch_used += p.nblk * p.blk;
+            } else {
+                p.ooff = *priv_used;
+                *priv_used += (long)(p.nblk - 1) * p.ostride + p.blk;
+            }
         }
+        /* request-based operations are for passive-target epochs */
+        if (mix && (mode == M_LOCK_ALL || mode == M_LOCK) &&
+            (!is_acc(kind) || ((kind == K_ACC || kind == K_ACCV) && p.aop == A_SUM)) &&
+            rnd() % 3 == 0)
+            p.req = 1 + rnd() % 3;
         list[n] = p;
         return 1;
     }
     return 0;
+}
+
+/* Origin o's accumulate-family op i (at round `round`) on the model, after those before it */
+static void model_acc(int round, int o, int i, op_t *p)
+{
+    unsigned char *tw = model + (long)p->target * W;
+    int per = p->blk / p->esz;
+
+    for (int b = 0; b < p->nblk; b++)
+        for (int k = 0; k < per; k++) {
+            long toff = p->toff + (long)b * p->tstride + (long)k * p->esz;
+            uint64_t old = word(tw + toff, p->esz), x = operand(round, o, p->target, i, toff), nw;
+            if (fetches(p->kind) && o == me)
+                set_word(pexp + p->roff + (long)k * p->esz, p->esz, old);
+            if (p->kind == K_CAS) {
+                p->cmp = p->cas_eq ? old : old ^ (x | 1);
+                nw = old == p->cmp ? x : old;
+            } else {
+                nw = apply(p->aop, old, x);
+            }
+            set_word(tw + toff, p->esz, nw);
+        }
 }
 
 /* This round's operations of every origin, and the model after them. */
@@ -157,9 +428,14 @@ static void gen_round(int round, int mode)
             n += gen_op(round, o, mode, list, n, &priv_used, &scratch_used);
         if (round > 0) { /* the right neighbour's scratch half of the previous round */
             int at = rnd() % (n + 1), right = (o + 1) % np;
-            op_t p = {K_NBR, right, 1,
-                      HALF,  HALF,  (long)right * S + P + ((round - 1) & 1) * HALF,
-                      0,     HALF,  priv_used};
+            op_t p = {.kind = K_NBR,
+                      .target = right,
+                      .nblk = 1,
+                      .blk = HALF,
+                      .tstride = HALF,
+                      .toff = (long)right * S + P + ((round - 1) & 1) * HALF,
+                      .ostride = HALF,
+                      .ooff = priv_used};
             memmove(&list[at + 1], &list[at], sizeof(op_t) * (n - at));
             list[at] = p;
             n++;
@@ -167,10 +443,26 @@ static void gen_round(int round, int mode)
         nops[o] = n;
         split[o] = rnd() % (n + 1);
         one_at_a_time[o] = rnd() % 2;
-        /* the model: gets copy what the round leaves unchanged, so any order does */
+        group[o] = testall[o] = flocal[o] = 0;
+        flocal_at[o] = -1;
+        if (mix) {
+            group[o] = 1 + rnd() % 4;
+            testall[o] = rnd() % 2;
+            if (mode == M_LOCK_ALL && rnd() % 3 == 0) {
+                flocal[o] = 1 + rnd() % 2;
+                flocal_at[o] = rnd() % (n + 1);
+                flocal_t[o] = rnd() % np;
+            }
+        }
+        /* the model: gets copy what the round leaves unchanged, so any order does; an
+         * origin's accumulate-family ops on common bytes take effect in issue order */
         for (int i = 0; i < n; i++) {
             op_t *p = &list[i];
             unsigned char *tw = model + (long)p->target * W, *ow = model + (long)o * W;
+            if (is_acc(p->kind)) {
+                model_acc(round, o, i, p);
+                continue;
+            }
             for (int b = 0; b < p->nblk; b++)
                 for (int j = 0; j < p->blk; j++) {
                     long toff = p->toff + (long)b * p->tstride + j;
@@ -194,6 +486,20 @@ static void fill(int round)
     for (int i = 0; i < nops[me]; i++) {
         op_t *p = &ops[me][i];
         unsigned char *tw = model + (long)p->target * W;
+        if (is_acc(p->kind)) {
+            int per = p->blk / p->esz;
+            for (int b = 0; b < p->nblk; b++)
+                for (int k = 0; k < per; k++)
+                    set_word(obyte(p, b, k * p->esz), p->esz,
+                             operand(round, me, p->target, i,
+                                     p->toff + (long)b * p->tstride + (long)k * p->esz));
+            if (fetches(p->kind)) /* other bytes than those to come */
+                for (int j = 0; j < p->blk; j++)
+                    priv[p->roff + j] = (unsigned char)~pexp[p->roff + j];
+            if (p->kind == K_CAS)
+                set_word(priv + p->coff, 8, p->cmp);
+            continue;
+        }
         for (int b = 0; b < p->nblk; b++)
             for (int j = 0; j < p->blk; j++) {
                 long toff = p->toff + (long)b * p->tstride + j;
@@ -204,31 +510,64 @@ static void fill(int round)
     }
 }
 
-static void issue(const op_t *p)
+/* Issues op p; a request-based one's request in *rq. */
+static void issue(const op_t *p, MPI_Request *rq)
 {
-    MPI_Datatype tt = MPI_BYTE, ot = MPI_BYTE;
-    int tc = p->blk, oc = p->blk;
+    MPI_Datatype bt = MPI_BYTE, tt, ot;
+    int acc = is_acc(p->kind), esz = acc ? p->esz : 1, per = p->blk / esz, tc = per, oc = per;
+    void *ob = obyte(p, 0, 0), *rb = priv + p->roff;
 
-    if (p->kind == K_PUTV || p->kind == K_GETV) {
-        MPI_OK(MPI_Type_vector(p->nblk, p->blk, p->tstride, MPI_BYTE, &tt));
+    if (acc)
+        bt = esz == 4 ? MPI_INT : MPI_UINT64_T;
+    tt = ot = bt;
+    if (p->kind == K_PUTV || p->kind == K_GETV || p->kind == K_ACCV) {
+        MPI_OK(MPI_Type_vector(p->nblk, per, p->tstride / esz, bt, &tt));
         MPI_OK(MPI_Type_commit(&tt));
         tc = 1;
         if (p->ostride == p->blk) {
-            oc = p->nblk * p->blk;
+            oc = p->nblk * per;
         } else {
             ot = tt;
             oc = 1;
         }
     }
-    if (is_get(p->kind))
-        MPI_OK(MPI_Get(obyte(p, 0, 0), oc, ot, p->target, p->toff, tc, tt, win));
-    else
-        MPI_OK(MPI_Put(obyte(p, 0, 0), oc, ot, p->target, p->toff, tc, tt, win));
-    if (tt != MPI_BYTE)
+    switch (p->kind) {
+    case K_PUT:
+    case K_PUTV:
+        if (p->req)
+            MPI_OK(MPI_Rput(ob, oc, ot, p->target, p->toff, tc, tt, win, rq));
+        else
+            MPI_OK(MPI_Put(ob, oc, ot, p->target, p->toff, tc, tt, win));
+        break;
+    case K_GET:
+    case K_GETV:
+    case K_NBR:
+        if (p->req)
+            MPI_OK(MPI_Rget(ob, oc, ot, p->target, p->toff, tc, tt, win, rq));
+        else
+            MPI_OK(MPI_Get(ob, oc, ot, p->target, p->toff, tc, tt, win));
+        break;
+    case K_ACC:
+    case K_ACCV:
+        if (p->req)
+            MPI_OK(
+                MPI_Raccumulate(ob, oc, ot, p->target, p->toff, tc, tt, mpi_op(p->aop), win, rq));
+        else
+            MPI_OK(MPI_Accumulate(ob, oc, ot, p->target, p->toff, tc, tt, mpi_op(p->aop), win));
+        break;
+    case K_GACC:
+        MPI_OK(MPI_Get_accumulate(ob, oc, bt, rb, oc, bt, p->target, p->toff, tc, bt,
+                                  mpi_op(p->aop), win));
+        break;
+    case K_FOP:
+        MPI_OK(MPI_Fetch_and_op(ob, rb, bt, p->target, p->toff, mpi_op(p->aop), win));
+        break;
+    default: MPI_OK(MPI_Compare_and_swap(ob, priv + p->coff, rb, bt, p->target, p->toff, win));
+    }
+    if (tt != bt)
         MPI_OK(MPI_Type_free(&tt));
 }
 
-/* Checks the destination of each of this rank's gets in [from, to). */
 /* A fence round's extra epoch, right after the one with the operations: the right
  * neighbour's scratch half that its gets of this round filled, read at once by a rank that
  * just left the fence (they must have landed before anyone could leave it). */
@@ -261,31 +600,132 @@ static void check_peek(int round)
         }
 }
 
-static void check_gets(int round, int mode, int from, int to)
+/* Checks the destination of this rank's op i, if it has one (a get's, fetched values). */
+static void check_op(int round, int mode, int i, int at)
 {
-    for (int i = from; i < to; i++) {
-        op_t *p = &ops[me][i];
-        unsigned char *tw = model + (long)p->target * W;
-        int bad = 0;
-        if (!is_get(p->kind))
-            continue;
-        for (int b = 0; b < p->nblk && !bad; b++)
-            for (int j = 0; j < p->blk && !bad; j++) {
-                long toff = p->toff + (long)b * p->tstride + j;
-                unsigned char got = *obyte(p, b, j);
-                if (got != tw[toff] && rt_fails < MAXFAIL) {
-                    bad = 1;
-                    CHECK(0,
-                          "round %d (%s): %s (%d x %d bytes) from rank %d into %s: byte at "
-                          "target offset %ld is 0x%02x, expected 0x%02x%s",
-                          round, mode_name[mode], kind_name[p->kind], p->nblk, p->blk, p->target,
-                          p->scratch ? "its own window" : "a private buffer", toff, got, tw[toff],
-                          got == (unsigned char)~tw[toff] ? " (the poison put there before the get)"
-                                                          : "");
-                }
+    op_t *p = &ops[me][i];
+    unsigned char *tw = model + (long)p->target * W;
+    const char *when = check_name[at];
+    int bad = 0;
+
+    if (mpich_ucx && (at >= C_FLUSH_LOCAL_ALL || (at >= C_WAIT && p->kind == K_GETV)))
+        return;
+
+    if (fetches(p->kind)) {
+        for (int k = 0; k < p->blk / p->esz && !bad; k++) {
+            uint64_t got = word(priv + p->roff + (long)k * p->esz, p->esz),
+                     want = word(pexp + p->roff + (long)k * p->esz, p->esz);
+            if (got != want && rt_fails < MAXFAIL) {
+                bad = 1;
+                CHECK(0,
+                      "round %d (%s): %s at rank %d, checked %s: fetched element %d (target "
+                      "offset %ld) is 0x%llx, expected 0x%llx%s",
+                      round, mode_name[mode], describe(p), p->target, when, k,
+                      p->toff + (long)k * p->esz, (unsigned long long)got, (unsigned long long)want,
+                      got == (~want & (p->esz == 4 ? 0xffffffffull : ~0ull))
+                          ? " (the poison put there before the call)"
+                          : "");
             }
-        CHECK(1, "get");
+        }
+        CHECK(1, "fetch");
+        return;
     }
+    if (!is_get(p->kind))
+        return;
+    for (int b = 0; b < p->nblk && !bad; b++)
+        for (int j = 0; j < p->blk && !bad; j++) {
+            long toff = p->toff + (long)b * p->tstride + j;
+            unsigned char got = *obyte(p, b, j);
+            if (got != tw[toff] && rt_fails < MAXFAIL) {
+                bad = 1;
+                CHECK(0,
+                      "round %d (%s): %s from rank %d into %s, checked %s: byte at target "
+                      "offset %ld is 0x%02x, expected 0x%02x%s",
+                      round, mode_name[mode], describe(p), p->target,
+                      p->scratch ? "its own window" : "a private buffer", when, toff, got, tw[toff],
+                      got == (unsigned char)~tw[toff] ? " (the poison put there before the get)"
+                                                      : "");
+            }
+        }
+    CHECK(1, "get");
+}
+
+/* Checks the destinations of this rank's gets and fetching calls in [from, to). */
+static void check_gets(int round, int mode, int from, int to, int at)
+{
+    for (int i = from; i < to; i++)
+        check_op(round, mode, i, at);
+}
+
+/* This rank's R_LATER requests not yet completed, and their ops */
+static MPI_Request pend[MAXOPS];
+static MPI_Status pend_st[MAXOPS]; /* (MPI_STATUSES_IGNORE draws a gcc warning here) */
+static int pend_op[MAXOPS], npend;
+
+static void complete_pending(int round, int mode)
+{
+    int flag = 0, rc;
+
+    if (npend == 0)
+        return;
+    if (testall[me])
+        do
+            rc = MPI_Testall(npend, pend, &flag, pend_st);
+        while (rc == MPI_SUCCESS && !flag);
+    else
+        rc = MPI_Waitall(npend, pend, pend_st);
+    MPI_OK(rc);
+    for (int k = 0; k < npend; k++)
+        check_op(round, mode, pend_op[k], testall[me] ? C_TESTALL : C_WAITALL);
+    npend = 0;
+}
+
+/* Issues this rank's op i and completes its request as the op says. */
+static void run_op(int round, int mode, int i)
+{
+    op_t *p = &ops[me][i];
+    MPI_Request rq = MPI_REQUEST_NULL;
+    int flag = 0, rc;
+
+    issue(p, &rq);
+    issued[p->kind]++;
+    issued_req += p->req != R_NONE;
+    switch (p->req) {
+    case R_WAIT:
+        MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        check_op(round, mode, i, C_WAIT);
+        break;
+    case R_TEST:
+        do
+            rc = MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
+        while (rc == MPI_SUCCESS && !flag);
+        MPI_OK(rc);
+        check_op(round, mode, i, C_TEST);
+        break;
+    case R_LATER:
+        pend[npend] = rq;
+        pend_op[npend++] = i;
+        if (npend >= group[me])
+            complete_pending(round, mode);
+        break;
+    default: break;
+    }
+}
+
+/* A lock_all round's MPI_Win_flush_local(_all) before op `at`: the ops before it that it
+ * covers have their destinations filled */
+static void flush_local(int round, int mode, int at)
+{
+    int all = flocal[me] == 1, t = flocal_t[me];
+
+    issued_flocal++;
+    if (all)
+        MPI_OK(MPI_Win_flush_local_all(win));
+    else
+        MPI_OK(MPI_Win_flush_local(t, win));
+    for (int i = 0; i < at; i++)
+        if (all || ops[me][i].target == t)
+            check_op(round, mode, i, all ? C_FLUSH_LOCAL_ALL : C_FLUSH_LOCAL);
 }
 
 /* This rank's window against the model: the first wrong byte of each slice. */
@@ -296,7 +736,7 @@ static void check_window(int round, int mode)
     for (int o = 0; o < np; o++) {
         long bad = -1;
         const op_t *by = NULL;
-        char what[128];
+        char what[256];
         for (long i = (long)o * S; i < (long)(o + 1) * S && bad < 0; i++)
             if (mem[i] != m[i])
                 bad = i;
@@ -317,7 +757,7 @@ static void check_window(int round, int mode)
                     by = p;
             }
         if (by)
-            snprintf(what, sizeof what, "written by a %s to/from rank %d", kind_name[by->kind],
+            snprintf(what, sizeof what, "last written by the %s to/from rank %d", describe(by),
                      by->target);
         else
             snprintf(what, sizeof what, "not written this round");
@@ -340,6 +780,8 @@ int main(int argc, char **argv)
 
     rt_init(&argc, &argv);
     me = rt_rank;
+    mix = rt_env_int("RANDOM_EPOCHS_MIX", 1) != 0;
+    mpich_ucx = rt_env_int("RANDOM_EPOCHS_MPICH_UCX", 0) != 0;
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     S = (W / np) & ~7;
     P = S - SCRATCH;
@@ -351,6 +793,7 @@ int main(int argc, char **argv)
     }
     model = calloc(np, W);
     priv = malloc((size_t)MAXOPS * W);
+    pexp = calloc(MAXOPS, W);
     rt_win_open(&w, flavor, W, 1);
     win = w.win;
     mem = w.mem;
@@ -377,7 +820,7 @@ int main(int argc, char **argv)
         case M_FENCE:
             MPI_OK(MPI_Win_fence(open_assert, win));
             for (int i = 0; i < n; i++)
-                issue(&list[i]);
+                run_op(r, mode, i);
             MPI_OK(MPI_Win_fence(0, win));
             peek_scratch(r);
             MPI_OK(MPI_Win_fence(close_assert, win));
@@ -385,12 +828,17 @@ int main(int argc, char **argv)
             break;
         case M_LOCK_ALL:
             MPI_OK(MPI_Win_lock_all(0, win));
-            for (int i = 0; i < split[me]; i++)
-                issue(&list[i]);
-            MPI_OK(MPI_Win_flush_all(win));
-            check_gets(r, mode, 0, split[me]);
-            for (int i = split[me]; i < n; i++)
-                issue(&list[i]);
+            for (int i = 0; i <= n; i++) {
+                if (i == split[me]) {
+                    MPI_OK(MPI_Win_flush_all(win));
+                    check_gets(r, mode, 0, split[me], C_FLUSH_ALL);
+                }
+                if (i == flocal_at[me])
+                    flush_local(r, mode, i);
+                if (i < n)
+                    run_op(r, mode, i);
+            }
+            complete_pending(r, mode);
             MPI_OK(MPI_Win_unlock_all(win));
             break;
         case M_LOCK:
@@ -403,13 +851,16 @@ int main(int argc, char **argv)
                 MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
                 for (int i = 0; i < n; i++)
                     if (one_at_a_time[me] && list[i].target == t)
-                        issue(&list[i]);
-                if (one_at_a_time[me])
+                        run_op(r, mode, i);
+                if (one_at_a_time[me]) {
+                    complete_pending(r, mode);
                     MPI_OK(MPI_Win_unlock(t, win));
+                }
             }
             if (!one_at_a_time[me]) {
                 for (int i = 0; i < n; i++)
-                    issue(&list[i]);
+                    run_op(r, mode, i);
+                complete_pending(r, mode);
                 for (int t = np - 1; t >= 0; t--) {
                     int any = 0;
                     for (int i = 0; i < n; i++)
@@ -423,7 +874,7 @@ int main(int argc, char **argv)
             MPI_OK(MPI_Win_post(others, 0, win));
             MPI_OK(MPI_Win_start(others, 0, win));
             for (int i = 0; i < n; i++)
-                issue(&list[i]);
+                run_op(r, mode, i);
             MPI_OK(MPI_Win_complete(win));
             MPI_OK(MPI_Win_wait(win));
             break;
@@ -434,7 +885,7 @@ int main(int argc, char **argv)
             MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, win));
             MPI_OK(MPI_Win_sync(win));
         }
-        check_gets(r, mode, mode == M_LOCK_ALL ? split[me] : 0, n);
+        check_gets(r, mode, mode == M_LOCK_ALL ? split[me] : 0, n, C_EPOCH);
         check_window(r, mode);
         if (mode == M_LOCK_ALL || mode == M_LOCK)
             MPI_OK(MPI_Win_unlock(me, win));
@@ -444,11 +895,21 @@ int main(int argc, char **argv)
             printf("random_epochs: stopped after round %d (%s), seed %d, %d ranks, %s window\n", r,
                    mode_name[mode], seed, np, rt_flavor_name[flavor]);
     }
+    if (me == 0)
+        printf("random_epochs: rank 0 issued %ld puts (%ld strided), %ld gets (%ld strided, %ld "
+               "of the neighbour's scratch), %ld accumulates (%ld strided), %ld get_accumulate, "
+               "%ld fetch_and_op, %ld compare_and_swap; %ld of them request-based; %ld local "
+               "flushes\n",
+               issued[K_PUT] + issued[K_PUTV], issued[K_PUTV],
+               issued[K_GET] + issued[K_GETV] + issued[K_NBR], issued[K_GETV], issued[K_NBR],
+               issued[K_ACC] + issued[K_ACCV], issued[K_ACCV], issued[K_GACC], issued[K_FOP],
+               issued[K_CAS], issued_req, issued_flocal);
     MPI_Group_free(&others);
     MPI_Group_free(&world);
     rt_win_close(&w);
     free(modes);
     free(model);
     free(priv);
+    free(pexp);
     return rt_finish("random_epochs");
 }
