@@ -40,7 +40,8 @@
  * lock_all rounds after a random MPI_Win_flush_local_all or MPI_Win_flush_local(target) for
  * the operations issued before it. Runs on MPICH's own RMA as well.
  * Environment: RANDOM_EPOCHS_ROUNDS (default 300), RANDOM_EPOCHS_SEED (default 1),
- * RANDOM_EPOCHS_FLAVOR=allocate (MPI_Win_allocate; default MPI_Win_create on calloc'd memory),
+ * RANDOM_EPOCHS_FLAVOR=allocate (MPI_Win_allocate) or dynamic (MPI_Win_create_dynamic, every
+ * rank attaching its calloc'd memory; default MPI_Win_create on calloc'd memory),
  * RANDOM_EPOCHS_MIX (default 1; 0: puts and gets only), RANDOM_EPOCHS_MPICH_UCX=1 (skips the
  * two kinds of check MPICH 4.0.2 ch4:ucx fails: a strided MPI_Rget's destination when its
  * request completes, which it does at once while an MPI_Get without a request goes on
@@ -120,6 +121,13 @@ static unsigned char *model; /* np windows of W bytes: what each must hold */
 static unsigned char *mem, *priv;
 static unsigned char *pexp; /* what this rank's fetching calls must fetch (laid out as priv) */
 static MPI_Win win;
+static MPI_Aint *base; /* each rank's window start as a target displacement: 0, or (dynamic
+                          windows) the address of the memory it attached */
+
+static MPI_Aint tdisp(int target, long off)
+{
+    return base[target] + off;
+}
 static op_t ops[64][MAXOPS]; /* this round's operations of each origin */
 static int nops[64], split[64], one_at_a_time[64];
 /* of each origin: R_LATER requests completed in groups of group[]: by MPI_Testall loops or
@@ -535,34 +543,38 @@ static void issue(const op_t *p, MPI_Request *rq)
     case K_PUT:
     case K_PUTV:
         if (p->req)
-            MPI_OK(MPI_Rput(ob, oc, ot, p->target, p->toff, tc, tt, win, rq));
+            MPI_OK(MPI_Rput(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt, win, rq));
         else
-            MPI_OK(MPI_Put(ob, oc, ot, p->target, p->toff, tc, tt, win));
+            MPI_OK(MPI_Put(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt, win));
         break;
     case K_GET:
     case K_GETV:
     case K_NBR:
         if (p->req)
-            MPI_OK(MPI_Rget(ob, oc, ot, p->target, p->toff, tc, tt, win, rq));
+            MPI_OK(MPI_Rget(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt, win, rq));
         else
-            MPI_OK(MPI_Get(ob, oc, ot, p->target, p->toff, tc, tt, win));
+            MPI_OK(MPI_Get(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt, win));
         break;
     case K_ACC:
     case K_ACCV:
         if (p->req)
-            MPI_OK(
-                MPI_Raccumulate(ob, oc, ot, p->target, p->toff, tc, tt, mpi_op(p->aop), win, rq));
+            MPI_OK(MPI_Raccumulate(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt,
+                                   mpi_op(p->aop), win, rq));
         else
-            MPI_OK(MPI_Accumulate(ob, oc, ot, p->target, p->toff, tc, tt, mpi_op(p->aop), win));
-        break;
-    case K_GACC:
-        MPI_OK(MPI_Get_accumulate(ob, oc, bt, rb, oc, bt, p->target, p->toff, tc, bt,
+            MPI_OK(MPI_Accumulate(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt,
                                   mpi_op(p->aop), win));
         break;
-    case K_FOP:
-        MPI_OK(MPI_Fetch_and_op(ob, rb, bt, p->target, p->toff, mpi_op(p->aop), win));
+    case K_GACC:
+        MPI_OK(MPI_Get_accumulate(ob, oc, bt, rb, oc, bt, p->target, tdisp(p->target, p->toff), tc,
+                                  bt, mpi_op(p->aop), win));
         break;
-    default: MPI_OK(MPI_Compare_and_swap(ob, priv + p->coff, rb, bt, p->target, p->toff, win));
+    case K_FOP:
+        MPI_OK(MPI_Fetch_and_op(ob, rb, bt, p->target, tdisp(p->target, p->toff), mpi_op(p->aop),
+                                win));
+        break;
+    default:
+        MPI_OK(MPI_Compare_and_swap(ob, priv + p->coff, rb, bt, p->target,
+                                    tdisp(p->target, p->toff), win));
     }
     if (tt != bt)
         MPI_OK(MPI_Type_free(&tt));
@@ -583,7 +595,8 @@ static long peek_off(int round)
 static void peek_scratch(int round)
 {
     memset(peek, 0xA5, sizeof(peek));
-    MPI_OK(MPI_Get(peek, HALF, MPI_BYTE, (me + 1) % np, peek_off(round), HALF, MPI_BYTE, win));
+    MPI_OK(MPI_Get(peek, HALF, MPI_BYTE, (me + 1) % np, tdisp((me + 1) % np, peek_off(round)), HALF,
+                   MPI_BYTE, win));
 }
 
 static void check_peek(int round)
@@ -773,7 +786,9 @@ int main(int argc, char **argv)
     int rounds = rt_env_int("RANDOM_EPOCHS_ROUNDS", 300);
     int seed = rt_env_int("RANDOM_EPOCHS_SEED", 1);
     const char *fl = getenv("RANDOM_EPOCHS_FLAVOR");
-    int flavor = fl != NULL && strcmp(fl, "allocate") == 0 ? RT_ALLOCATE : RT_CREATE;
+    int flavor = fl != NULL && strcmp(fl, "allocate") == 0  ? RT_ALLOCATE
+                 : fl != NULL && strcmp(fl, "dynamic") == 0 ? RT_DYNAMIC
+                                                            : RT_CREATE;
     int *modes, fails = 0;
     rt_win_t w;
     MPI_Group world, others;
@@ -794,7 +809,18 @@ int main(int argc, char **argv)
     model = calloc(np, W);
     priv = malloc((size_t)MAXOPS * W);
     pexp = calloc(MAXOPS, W);
-    rt_win_open(&w, flavor, W, 1);
+    base = calloc(np, sizeof(*base));
+    if (flavor == RT_DYNAMIC) { /* every rank attaches its own memory */
+        MPI_Aint mine;
+        w.flavor = flavor;
+        w.mem = calloc(1, W);
+        MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w.win));
+        MPI_OK(MPI_Win_attach(w.win, w.mem, W));
+        MPI_Get_address(w.mem, &mine);
+        MPI_Allgather(&mine, 1, MPI_AINT, base, 1, MPI_AINT, MPI_COMM_WORLD);
+    } else {
+        rt_win_open(&w, flavor, W, 1);
+    }
     win = w.win;
     mem = w.mem;
     MPI_Comm_group(MPI_COMM_WORLD, &world);
@@ -906,7 +932,14 @@ int main(int argc, char **argv)
                issued[K_CAS], issued_req, issued_flocal);
     MPI_Group_free(&others);
     MPI_Group_free(&world);
-    rt_win_close(&w);
+    if (flavor == RT_DYNAMIC) {
+        MPI_OK(MPI_Win_detach(win, mem));
+        MPI_OK(MPI_Win_free(&w.win));
+        free(w.mem);
+    } else {
+        rt_win_close(&w);
+    }
+    free(base);
     free(modes);
     free(model);
     free(priv);
