@@ -26,20 +26,28 @@ int rma_ctl_net_amo(rma_win_t *win, int t, size_t off, int op, unsigned size, ui
 
 int rma_ctl_flush_all_but(rma_win_t *win, int via, int *failed)
 {
+    int rc = 0;
+
+    /* counted before the flag is taken: a thread that finds the flag clear because another
+     * thread's flush_all took it, and that flush_all still under way, flushes every target
+     * itself (each target's flush waits for what was issued to it before), rather than
+     * return before the other thread reached the target of its own operations */
+    atomic_fetch_add_explicit(&win->flushing_all, 1, memory_order_acq_rel);
     /* cleared first: an operation issued from here on sets it again (rma_win_net_issued) */
-    if (!atomic_exchange_explicit(&win->net_dirty, 0, memory_order_acq_rel))
-        return 0;
+    if (!atomic_exchange_explicit(&win->net_dirty, 0, memory_order_acq_rel) &&
+        atomic_load_explicit(&win->flushing_all, memory_order_acquire) == 1)
+        goto out;
     if (via >= 0 && rma_nm_pending(&win->targets[via].nm))
         rma_win_net_issued(win); /* via is left to its notification */
-    for (int t = 0; t < win->nranks; t++) {
-        int rc = t == via ? 0 : rma_ctl_flush(win, t);
-        if (rc != 0) {
+    for (int t = 0; t < win->nranks && rc == 0; t++) {
+        if (t != via && (rc = rma_ctl_flush(win, t)) != 0) {
             *failed = t;
             rma_win_net_issued(win); /* the targets after t were not looked at */
-            return rc;
         }
     }
-    return 0;
+out:
+    atomic_fetch_sub_explicit(&win->flushing_all, 1, memory_order_release);
+    return rc;
 }
 
 int rma_ctl_flush_all(rma_win_t *win, int *failed)

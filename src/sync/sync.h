@@ -84,7 +84,9 @@ static inline int rma_flush_every(rma_win_t *win, const char *func, int local)
         return rma_flush_error(win, RMA_FLUSH_ALL, func);
     rma_xfer_drain(win);
     atomic_thread_fence(memory_order_seq_cst);
-    if (rma_unlikely(atomic_load_explicit(&win->net_dirty, memory_order_acquire)))
+    /* a flush_all of another thread may have taken net_dirty and still be flushing */
+    if (rma_unlikely(atomic_load_explicit(&win->net_dirty, memory_order_acquire) ||
+                     atomic_load_explicit(&win->flushing_all, memory_order_acquire)))
         return local ? rma_flush_local_net_all(win, func) : rma_flush_net(win, RMA_FLUSH_ALL, func);
     return MPI_SUCCESS;
 }

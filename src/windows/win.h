@@ -218,13 +218,16 @@ typedef struct rma_win {
     rma_target_t *targets;
     rma_ctl_t *ctl; /* this node's control segment */
     int rank, nranks;
-    int net;               /* some target is off-node: reached through UCX */
-    _Atomic int net_dirty; /* operations were issued to off-node targets since the last
-                              flush_all began (rma_win_net_issued) */
-    _Atomic int handed;    /* copies the progress agent makes for this window's request-based
-                              operations and has not finished (rma_xfer_drain) */
-    uint64_t sync_gen;     /* epochs opened (off-node region tables are checked once per epoch) */
-    uint64_t bar_epoch;    /* barriers entered on this window */
+    int net;                  /* some target is off-node: reached through UCX */
+    _Atomic int net_dirty;    /* operations were issued to off-node targets since the last
+                                 flush_all began (rma_win_net_issued) */
+    _Atomic int flushing_all; /* flush_alls under way (rma_ctl_flush_all_but): while one
+                                 is, a clear net_dirty says nothing of what it still owes */
+    _Atomic int handed;       /* copies the progress agent makes for this window's
+                                 request-based operations and has not finished
+                                 (rma_xfer_drain) */
+    uint64_t sync_gen;  /* epochs opened (off-node region tables are checked once per epoch) */
+    uint64_t bar_epoch; /* barriers entered on this window */
 
     MPI_Win handle;
     uint32_t serial; /* windows made by this process before this one: a handle reused after
