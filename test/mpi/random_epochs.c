@@ -48,16 +48,49 @@
  * (pmodels/mpich#7896), and a get's after MPI_Win_flush_local(_all) when a put to the same
  * target came after the get: the put's ucp_put_nbi completed at once and marked the target
  * as needing a remote flush only, over the get's mark, so the local flush waited for nothing).
+ * RANDOM_EPOCHS_THREADS=T (1-8, default 1: the above, unchanged for a seed) asks for
+ * MPI_THREAD_MULTIPLE (fails without it) and has the lock_all rounds and the shared-lock rounds
+ * that hold all their locks at once issue each rank's operations from T pthreads at once: the
+ * main thread opens the epoch, starts the threads, joins them and closes it. The rank's list is
+ * the one T=1 issues (the same for a seed); it is cut into groups of operations that touch
+ * common bytes (at a target, in the origin's window, in its private buffers: an accumulate and
+ * the later ones on its words, a get and whatever writes its destination), each group issued
+ * in list order by one thread, so that the threads' operations are independent and the model
+ * holds as it is. Requests are completed, and destinations checked, by the thread that issued
+ * them. Each thread may also (a private PRNG decides, the same for a seed and rank) call
+ * MPI_Win_flush_all or MPI_Win_flush(target) before one of its operations, and
+ * MPI_Win_flush_local_all or MPI_Win_flush_local(target) before another, and check its own
+ * operations issued before it (a target locked in a shared-lock round); the rank-wide flush
+ * points of T=1 are not used. Every destination is checked again after the epoch. Fence and
+ * PSCW rounds, and shared-lock rounds that lock one target at a time, stay in the main thread.
  */
 #include "rmatest.h"
 
+#include <pthread.h>
 #include <stdint.h>
+
+/* CHECK (and MPI_OK, which expands it here) from several threads: rmatest.h's counters are
+ * plain ints, so count atomically here, and print a failure's parts together. */
+#undef CHECK
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        __atomic_add_fetch(&rt_checks, 1, __ATOMIC_RELAXED);                                       \
+        if (!(cond)) {                                                                             \
+            __atomic_add_fetch(&rt_fails, 1, __ATOMIC_RELAXED);                                    \
+            flockfile(stderr);                                                                     \
+            fprintf(stderr, "[%d] FAIL %s:%d: %s: ", rt_rank, __FILE__, __LINE__, #cond);          \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            funlockfile(stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
 
 #define W       (64 * 1024) /* window bytes per rank */
 #define SCRATCH 4096        /* the end of each slice: get destinations in the owner's window */
 #define HALF    (SCRATCH / 2)
 #define MAXOPS  21 /* 20 and the neighbour's get */
 #define MAXFAIL 5  /* mismatches printed per rank */
+#define MAXT    8  /* RANDOM_EPOCHS_THREADS */
 
 enum { M_FENCE, M_LOCK_ALL, M_LOCK, M_PSCW, M_N };
 static const char *mode_name[] = {"fence", "lock_all+flush_all", "lock shared", "pscw"};
@@ -85,7 +118,8 @@ enum {
     C_WAITALL,
     C_TESTALL,
     C_FLUSH_LOCAL_ALL,
-    C_FLUSH_LOCAL
+    C_FLUSH_LOCAL,
+    C_FLUSH /* a thread's MPI_Win_flush(target) */
 };
 static const char *check_name[] = {"after the epoch",
                                    "right after MPI_Win_flush_all",
@@ -94,7 +128,8 @@ static const char *check_name[] = {"after the epoch",
                                    "right after MPI_Waitall",
                                    "right after an MPI_Testall loop",
                                    "right after MPI_Win_flush_local_all",
-                                   "right after MPI_Win_flush_local"};
+                                   "right after MPI_Win_flush_local",
+                                   "right after MPI_Win_flush(target)"};
 
 typedef struct op {
     int kind, target;
@@ -135,13 +170,28 @@ static int nops[64], split[64], one_at_a_time[64];
  * 2 MPI_Win_flush_local(flocal_t)) before its operation flocal_at */
 static int group[64], testall[64], flocal[64], flocal_at[64], flocal_t[64];
 static long issued[K_N], issued_req, issued_flocal; /* by this rank, for the summary */
+static int nthreads = 1;                            /* RANDOM_EPOCHS_THREADS */
+/* threaded rounds of this rank, the groups and threads its operations went to there, and the
+ * threads' flushes (for the summary) */
+static long t_rounds, t_groups, t_busy, t_flush;
+static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER; /* check_op from threads */
+
+static uint32_t rnd_r(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (uint32_t)(*s >> 32);
+}
 
 static uint32_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 32);
+    return rnd_r(&rng);
+}
+
+static int nfails(void)
+{
+    return __atomic_load_n(&rt_fails, __ATOMIC_RELAXED);
 }
 
 static unsigned char val(int round, int o, int t, long off)
@@ -614,21 +664,22 @@ static void check_peek(int round)
 }
 
 /* Checks the destination of this rank's op i, if it has one (a get's, fetched values). */
-static void check_op(int round, int mode, int i, int at)
+static void check_op_locked(int round, int mode, int i, int at)
 {
     op_t *p = &ops[me][i];
     unsigned char *tw = model + (long)p->target * W;
     const char *when = check_name[at];
     int bad = 0;
 
-    if (mpich_ucx && (at >= C_FLUSH_LOCAL_ALL || (at >= C_WAIT && p->kind == K_GETV)))
+    if (mpich_ucx && (at == C_FLUSH_LOCAL_ALL || at == C_FLUSH_LOCAL ||
+                      (at >= C_WAIT && at <= C_TESTALL && p->kind == K_GETV)))
         return;
 
     if (fetches(p->kind)) {
         for (int k = 0; k < p->blk / p->esz && !bad; k++) {
             uint64_t got = word(priv + p->roff + (long)k * p->esz, p->esz),
                      want = word(pexp + p->roff + (long)k * p->esz, p->esz);
-            if (got != want && rt_fails < MAXFAIL) {
+            if (got != want && nfails() < MAXFAIL) {
                 bad = 1;
                 CHECK(0,
                       "round %d (%s): %s at rank %d, checked %s: fetched element %d (target "
@@ -649,7 +700,7 @@ static void check_op(int round, int mode, int i, int at)
         for (int j = 0; j < p->blk && !bad; j++) {
             long toff = p->toff + (long)b * p->tstride + j;
             unsigned char got = *obyte(p, b, j);
-            if (got != tw[toff] && rt_fails < MAXFAIL) {
+            if (got != tw[toff] && nfails() < MAXFAIL) {
                 bad = 1;
                 CHECK(0,
                       "round %d (%s): %s from rank %d into %s, checked %s: byte at target "
@@ -663,6 +714,14 @@ static void check_op(int round, int mode, int i, int at)
     CHECK(1, "get");
 }
 
+/* check_op_locked one thread at a time (describe()'s buffer is static) */
+static void check_op(int round, int mode, int i, int at)
+{
+    pthread_mutex_lock(&check_mu);
+    check_op_locked(round, mode, i, at);
+    pthread_mutex_unlock(&check_mu);
+}
+
 /* Checks the destinations of this rank's gets and fetching calls in [from, to). */
 static void check_gets(int round, int mode, int from, int to, int at)
 {
@@ -670,39 +729,51 @@ static void check_gets(int round, int mode, int from, int to, int at)
         check_op(round, mode, i, at);
 }
 
-/* This rank's R_LATER requests not yet completed, and their ops */
-static MPI_Request pend[MAXOPS];
-static MPI_Status pend_st[MAXOPS]; /* (MPI_STATUSES_IGNORE draws a gcc warning here) */
-static int pend_op[MAXOPS], npend;
+/* What issues operations of this rank: the main thread (T=1), or one of T threads in a
+ * threaded round, with its operations and flushes there, and its R_LATER requests not yet
+ * completed. */
+typedef struct worker {
+    pthread_t th;
+    int round, mode;
+    int n, idx[MAXOPS]; /* its operations (indices in ops[me]), in list order */
+    /* before its operation flush_at (-1: none): MPI_Win_flush_all (flush_t -1) or
+     * MPI_Win_flush(flush_t); before flocal_at: MPI_Win_flush_local_all or _local(flocal_t) */
+    int flush_at, flush_t, flocal_at, flocal_t;
+    MPI_Request pend[MAXOPS];
+    MPI_Status pend_st[MAXOPS]; /* (MPI_STATUSES_IGNORE draws a gcc warning here) */
+    int pend_op[MAXOPS], npend;
+} worker_t;
 
-static void complete_pending(int round, int mode)
+static worker_t main_worker, workers[MAXT];
+
+static void complete_pending(worker_t *w, int round, int mode)
 {
     int flag = 0, rc;
 
-    if (npend == 0)
+    if (w->npend == 0)
         return;
     if (testall[me])
         do
-            rc = MPI_Testall(npend, pend, &flag, pend_st);
+            rc = MPI_Testall(w->npend, w->pend, &flag, w->pend_st);
         while (rc == MPI_SUCCESS && !flag);
     else
-        rc = MPI_Waitall(npend, pend, pend_st);
+        rc = MPI_Waitall(w->npend, w->pend, w->pend_st);
     MPI_OK(rc);
-    for (int k = 0; k < npend; k++)
-        check_op(round, mode, pend_op[k], testall[me] ? C_TESTALL : C_WAITALL);
-    npend = 0;
+    for (int k = 0; k < w->npend; k++)
+        check_op(round, mode, w->pend_op[k], testall[me] ? C_TESTALL : C_WAITALL);
+    w->npend = 0;
 }
 
-/* Issues this rank's op i and completes its request as the op says. */
-static void run_op(int round, int mode, int i)
+/* Issues this rank's op i and completes its request as the op says (or leaves it to w). */
+static void run_op(worker_t *w, int round, int mode, int i)
 {
     op_t *p = &ops[me][i];
     MPI_Request rq = MPI_REQUEST_NULL;
     int flag = 0, rc;
 
     issue(p, &rq);
-    issued[p->kind]++;
-    issued_req += p->req != R_NONE;
+    __atomic_add_fetch(&issued[p->kind], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&issued_req, p->req != R_NONE, __ATOMIC_RELAXED);
     switch (p->req) {
     case R_WAIT:
         MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
@@ -716,10 +787,10 @@ static void run_op(int round, int mode, int i)
         check_op(round, mode, i, C_TEST);
         break;
     case R_LATER:
-        pend[npend] = rq;
-        pend_op[npend++] = i;
-        if (npend >= group[me])
-            complete_pending(round, mode);
+        w->pend[w->npend] = rq;
+        w->pend_op[w->npend++] = i;
+        if (w->npend >= group[me])
+            complete_pending(w, round, mode);
         break;
     default: break;
     }
@@ -741,6 +812,171 @@ static void flush_local(int round, int mode, int at)
             check_op(round, mode, i, all ? C_FLUSH_LOCAL_ALL : C_FLUSH_LOCAL);
 }
 
+/* The byte ranges op p touches, [lo, hi) in space sp: the window of that rank (where gets
+ * into the origin's own window write too), or np: the origin's private buffer. */
+static int spans(const op_t *p, int *sp, long *lo, long *hi)
+{
+    int k = 0;
+
+    sp[k] = p->target;
+    lo[k] = p->toff;
+    hi[k++] = p->toff + extent(p);
+    sp[k] = p->scratch ? me : np;
+    lo[k] = p->ooff;
+    hi[k++] = p->ooff + (long)(p->nblk - 1) * p->ostride + p->blk;
+    if (fetches(p->kind)) {
+        sp[k] = np;
+        lo[k] = p->roff;
+        hi[k++] = p->roff + p->blk;
+    }
+    if (p->kind == K_CAS) {
+        sp[k] = np;
+        lo[k] = p->coff;
+        hi[k++] = p->coff + 8;
+    }
+    return k;
+}
+
+/* 1 when ops a and b touch a common byte: one thread must issue both, in list order */
+static int dependent(const op_t *a, const op_t *b)
+{
+    int sa[4], sb[4], na, nb;
+    long la[4], ha[4], lb[4], hb[4];
+
+    na = spans(a, sa, la, ha);
+    nb = spans(b, sb, lb, hb);
+    for (int x = 0; x < na; x++)
+        for (int y = 0; y < nb; y++)
+            if (sa[x] == sb[y] && la[x] < hb[y] && lb[y] < ha[x])
+                return 1;
+    return 0;
+}
+
+static int uf_find(int *par, int i)
+{
+    while (par[i] != i)
+        i = par[i] = par[par[i]];
+    return i;
+}
+
+/* A target a thread may flush in this round: any rank under lock_all; under shared locks one
+ * this rank locked (a target of one of its operations). -1 when there is none. */
+static int flush_target(uint64_t *lr, int mode)
+{
+    int n = nops[me];
+
+    if (mode == M_LOCK_ALL)
+        return (int)(rnd_r(lr) % np);
+    return n > 0 ? ops[me][rnd_r(lr) % n].target : -1;
+}
+
+/* Cuts this rank's operations into groups of dependent ones, deals the groups out to the
+ * threads at random (lr) and picks each thread's flushes. */
+static void partition(uint64_t *lr, int round, int mode)
+{
+    int n = nops[me], par[MAXOPS], th[MAXOPS], groups = 0;
+
+    for (int i = 0; i < n; i++) {
+        par[i] = i;
+        th[i] = -1;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (dependent(&ops[me][i], &ops[me][j]))
+                par[uf_find(par, j)] = uf_find(par, i);
+    for (int t = 0; t < nthreads; t++) {
+        worker_t *w = &workers[t];
+        w->round = round;
+        w->mode = mode;
+        w->n = w->npend = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        int r = uf_find(par, i);
+        worker_t *w;
+        if (th[r] < 0) {
+            th[r] = (int)(rnd_r(lr) % nthreads);
+            groups++;
+        }
+        w = &workers[th[r]];
+        w->idx[w->n++] = i;
+    }
+    t_rounds++;
+    t_groups += groups;
+    for (int t = 0; t < nthreads; t++) {
+        worker_t *w = &workers[t];
+        int ft = flush_target(lr, mode), lt = flush_target(lr, mode);
+        t_busy += w->n > 0;
+        w->flush_at = w->flocal_at = -1;
+        /* no lock held (a shared-lock round without operations): nothing to flush */
+        if (mode == M_LOCK && n == 0)
+            continue;
+        if (rnd_r(lr) % 2) {
+            w->flush_at = (int)(rnd_r(lr) % (w->n + 1));
+            w->flush_t = rnd_r(lr) % 2 ? -1 : ft;
+        }
+        if (mix && rnd_r(lr) % 2) {
+            w->flocal_at = (int)(rnd_r(lr) % (w->n + 1));
+            w->flocal_t = rnd_r(lr) % 2 ? -1 : lt;
+        }
+    }
+}
+
+/* A thread's flush before its operation k: its operations before k that it covers have
+ * their destinations filled. */
+static void worker_flush(worker_t *w, int k, int local)
+{
+    int t = local ? w->flocal_t : w->flush_t, at;
+
+    __atomic_add_fetch(&t_flush, 1, __ATOMIC_RELAXED);
+    if (local) {
+        __atomic_add_fetch(&issued_flocal, 1, __ATOMIC_RELAXED);
+        if (t < 0)
+            MPI_OK(MPI_Win_flush_local_all(win));
+        else
+            MPI_OK(MPI_Win_flush_local(t, win));
+        at = t < 0 ? C_FLUSH_LOCAL_ALL : C_FLUSH_LOCAL;
+    } else {
+        if (t < 0)
+            MPI_OK(MPI_Win_flush_all(win));
+        else
+            MPI_OK(MPI_Win_flush(t, win));
+        at = t < 0 ? C_FLUSH_ALL : C_FLUSH;
+    }
+    for (int j = 0; j < k; j++)
+        if (t < 0 || ops[me][w->idx[j]].target == t)
+            check_op(w->round, w->mode, w->idx[j], at);
+}
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+
+    for (int k = 0; k <= w->n; k++) {
+        if (k == w->flush_at)
+            worker_flush(w, k, 0);
+        if (k == w->flocal_at)
+            worker_flush(w, k, 1);
+        if (k < w->n)
+            run_op(w, w->round, w->mode, w->idx[k]);
+    }
+    complete_pending(w, w->round, w->mode);
+    return NULL;
+}
+
+/* A threaded round's operations, inside the epoch the main thread holds: T threads issue
+ * them and are joined. */
+static void run_threads(uint64_t *lr, int round, int mode)
+{
+    partition(lr, round, mode);
+    for (int t = 0; t < nthreads; t++)
+        if (pthread_create(&workers[t].th, NULL, worker_main, &workers[t]) != 0) {
+            fprintf(stderr, "[%d] random_epochs: pthread_create failed\n", me);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    for (int t = 0; t < nthreads; t++)
+        pthread_join(workers[t].th, NULL);
+}
+
 /* This rank's window against the model: the first wrong byte of each slice. */
 static void check_window(int round, int mode)
 {
@@ -753,7 +989,7 @@ static void check_window(int round, int mode)
         for (long i = (long)o * S; i < (long)(o + 1) * S && bad < 0; i++)
             if (mem[i] != m[i])
                 bad = i;
-        if (bad < 0 || rt_fails >= MAXFAIL) {
+        if (bad < 0 || nfails() >= MAXFAIL) {
             CHECK(1, "window");
             continue;
         }
@@ -789,12 +1025,27 @@ int main(int argc, char **argv)
     int flavor = fl != NULL && strcmp(fl, "allocate") == 0  ? RT_ALLOCATE
                  : fl != NULL && strcmp(fl, "dynamic") == 0 ? RT_DYNAMIC
                                                             : RT_CREATE;
-    int *modes, fails = 0;
+    int *modes, fails = 0, provided = MPI_THREAD_MULTIPLE;
     rt_win_t w;
     MPI_Group world, others;
+    uint64_t lr; /* this rank's PRNG for the threaded rounds */
 
-    rt_init(&argc, &argv);
+    nthreads = rt_env_int("RANDOM_EPOCHS_THREADS", 1);
+    if (nthreads > 1) { /* rt_init, but asking for MPI_THREAD_MULTIPLE */
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rt_rank);
+    } else {
+        rt_init(&argc, &argv);
+    }
     me = rt_rank;
+    if (nthreads < 1 || nthreads > MAXT || provided < MPI_THREAD_MULTIPLE) {
+        if (me == 0)
+            printf("random_epochs: RANDOM_EPOCHS_THREADS=%d: needs 1 to %d threads, and "
+                   "MPI_THREAD_MULTIPLE for more than one (provided: %d)\n",
+                   nthreads, MAXT, provided);
+        MPI_Finalize();
+        return 1;
+    }
     mix = rt_env_int("RANDOM_EPOCHS_MIX", 1) != 0;
     mpich_ucx = rt_env_int("RANDOM_EPOCHS_MPICH_UCX", 0) != 0;
     MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -828,6 +1079,7 @@ int main(int argc, char **argv)
 
     /* the modes first, so that a closing fence knows the next round's */
     rng = 0x9E3779B97F4A7C15ull * (uint64_t)(seed + 1);
+    lr = 0xD1B54A32D192ED03ull * (uint64_t)(seed + 1) ^ 0x94D049BB133111EBull * (uint64_t)(me + 1);
     modes = malloc(sizeof(int) * (rounds + 1));
     for (int r = 0; r < rounds; r++)
         modes[r] = rnd() % M_N;
@@ -846,7 +1098,7 @@ int main(int argc, char **argv)
         case M_FENCE:
             MPI_OK(MPI_Win_fence(open_assert, win));
             for (int i = 0; i < n; i++)
-                run_op(r, mode, i);
+                run_op(&main_worker, r, mode, i);
             MPI_OK(MPI_Win_fence(0, win));
             peek_scratch(r);
             MPI_OK(MPI_Win_fence(close_assert, win));
@@ -854,6 +1106,11 @@ int main(int argc, char **argv)
             break;
         case M_LOCK_ALL:
             MPI_OK(MPI_Win_lock_all(0, win));
+            if (nthreads > 1) {
+                run_threads(&lr, r, mode);
+                MPI_OK(MPI_Win_unlock_all(win));
+                break;
+            }
             for (int i = 0; i <= n; i++) {
                 if (i == split[me]) {
                     MPI_OK(MPI_Win_flush_all(win));
@@ -862,9 +1119,9 @@ int main(int argc, char **argv)
                 if (i == flocal_at[me])
                     flush_local(r, mode, i);
                 if (i < n)
-                    run_op(r, mode, i);
+                    run_op(&main_worker, r, mode, i);
             }
-            complete_pending(r, mode);
+            complete_pending(&main_worker, r, mode);
             MPI_OK(MPI_Win_unlock_all(win));
             break;
         case M_LOCK:
@@ -877,16 +1134,20 @@ int main(int argc, char **argv)
                 MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
                 for (int i = 0; i < n; i++)
                     if (one_at_a_time[me] && list[i].target == t)
-                        run_op(r, mode, i);
+                        run_op(&main_worker, r, mode, i);
                 if (one_at_a_time[me]) {
-                    complete_pending(r, mode);
+                    complete_pending(&main_worker, r, mode);
                     MPI_OK(MPI_Win_unlock(t, win));
                 }
             }
             if (!one_at_a_time[me]) {
-                for (int i = 0; i < n; i++)
-                    run_op(r, mode, i);
-                complete_pending(r, mode);
+                if (nthreads > 1) {
+                    run_threads(&lr, r, mode);
+                } else {
+                    for (int i = 0; i < n; i++)
+                        run_op(&main_worker, r, mode, i);
+                    complete_pending(&main_worker, r, mode);
+                }
                 for (int t = np - 1; t >= 0; t--) {
                     int any = 0;
                     for (int i = 0; i < n; i++)
@@ -900,7 +1161,7 @@ int main(int argc, char **argv)
             MPI_OK(MPI_Win_post(others, 0, win));
             MPI_OK(MPI_Win_start(others, 0, win));
             for (int i = 0; i < n; i++)
-                run_op(r, mode, i);
+                run_op(&main_worker, r, mode, i);
             MPI_OK(MPI_Win_complete(win));
             MPI_OK(MPI_Win_wait(win));
             break;
@@ -911,7 +1172,8 @@ int main(int argc, char **argv)
             MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, win));
             MPI_OK(MPI_Win_sync(win));
         }
-        check_gets(r, mode, mode == M_LOCK_ALL ? split[me] : 0, n, C_EPOCH);
+        /* (a threaded round checks them all: its threads' flush points are their own) */
+        check_gets(r, mode, mode == M_LOCK_ALL && nthreads == 1 ? split[me] : 0, n, C_EPOCH);
         check_window(r, mode);
         if (mode == M_LOCK_ALL || mode == M_LOCK)
             MPI_OK(MPI_Win_unlock(me, win));
@@ -930,6 +1192,10 @@ int main(int argc, char **argv)
                issued[K_GET] + issued[K_GETV] + issued[K_NBR], issued[K_GETV], issued[K_NBR],
                issued[K_ACC] + issued[K_ACCV], issued[K_ACCV], issued[K_GACC], issued[K_FOP],
                issued[K_CAS], issued_req, issued_flocal);
+    if (me == 0 && nthreads > 1)
+        printf("random_epochs: %d threads: rank 0 ran %ld rounds threaded, its operations in %ld "
+               "independent groups, %ld threads of %ld had operations; %ld flushes by threads\n",
+               nthreads, t_rounds, t_groups, t_busy, t_rounds * nthreads, t_flush);
     MPI_Group_free(&others);
     MPI_Group_free(&world);
     if (flavor == RT_DYNAMIC) {
