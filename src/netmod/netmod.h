@@ -107,8 +107,6 @@ typedef struct rma_nm_tgt {
                                          theirs is left to land here) */
     _Atomic int hx_err;               /* ... the first refusal among them, -errno */
     struct rma_hx_agg *agg;           /* small operations held back for one request (hx.h) */
-    _Atomic int gets_held;            /* ... gets among them: their data is still to come,
-                                         as an answered request's is (rma_nm_fetches_out) */
     _Atomic int primed;               /* ... a small one went on its own since the last flush
                                          (so the next are held back); a flush clears it
                                          even with nothing to complete */
@@ -219,13 +217,13 @@ static inline void rma_nm_ord_done(rma_nm_tgt_t *t, unsigned seen)
 }
 
 /* Host-assisted requests to t whose answers bring data into this process (gets, fetching
- * accumulates) are not all answered, or gets are held back to be sent (hx.h, aggregation):
- * what they write here has not landed yet. */
+ * accumulates) are not all answered: what they write here has not landed yet. Gets still
+ * held back to be sent (hx.h, aggregation) are not counted here: like every get, they are
+ * marked for local completion (rma_nm_local_due). */
 static inline int rma_nm_fetches_out(rma_nm_tgt_t *t)
 {
-    return atomic_load_explicit(&t->gets_held, memory_order_acquire) ||
-           atomic_load_explicit(&t->hx_out, memory_order_acquire) >
-               atomic_load_explicit(&t->hx_acks, memory_order_acquire);
+    return atomic_load_explicit(&t->hx_out, memory_order_acquire) >
+           atomic_load_explicit(&t->hx_acks, memory_order_acquire);
 }
 
 /* Nothing is outstanding at t but notifications, which no flush has to complete. */

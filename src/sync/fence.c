@@ -39,8 +39,8 @@ static int barrier_order(rma_win_t *win, const char *func, int *via)
             continue; /* notifications alone: they need no flush (sync/ctl.h) */
         /* not a carrier while the data of our gets is still to land here: it must land
          * before anyone hears of our arrival (it may write our own window memory). That is
-         * host-assisted answers on their way or gets held back (fetches_out), and what
-         * is not complete here yet, UCX's own gets among it (local_due) */
+         * host-assisted answers on their way (fetches_out), and what is not complete here
+         * yet (local_due): gets held back for the target's flush, UCX's own gets */
         if (!tg->local && *via < 0 && !rma_nm_fetches_out(&tg->nm) && !rma_nm_local_due(&tg->nm))
             *via = t;
         else if ((rc = rma_ctl_flush(win, t)) != 0)

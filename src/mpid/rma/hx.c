@@ -502,10 +502,6 @@ static int agg_send_gets(rma_hx_agg_t *a)
 {
     int rc = a->gets.nruns > 0 ? hx_send(&a->gets, 1) : 0;
 
-    /* sent, they count in hx_out (until their answers come): no longer held */
-    atomic_store_explicit(&a->gets.win->targets[a->gets.trank].nm.gets_held, a->gets.nruns > 0,
-                          memory_order_release);
-
     agg_settle(a);
     return rc;
 }
@@ -716,7 +712,6 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
         agg_unlock(a);
         return 1; /* out of memory: it goes on its own */
     }
-    atomic_store_explicit(&nm->gets_held, 1, memory_order_release);
     agg_held(win, trank, a);
     hx_ord_note(nm, RMA_NM_ORD_GET_HELD, ta, ta + n);
     rma_nm_need_local(nm); /* its data lands when a flush sends it */
