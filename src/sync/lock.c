@@ -135,7 +135,15 @@ static int lock_acquire(rma_win_t *win, int rank, int lock_type)
  * on the same word), serves it, releases the lock and answers - the epoch in one round
  * trip. Anything that leaves for the target before (an operation not held back, a flush,
  * puts and gets together) opens the gate first: the lock is taken as an eager one is, and
- * the epoch goes on as one. */
+ * the epoch goes on as one.
+ *
+ * Locks are taken in the order the program asks for them. A program that locks several
+ * targets in one order everywhere cannot deadlock where MPI_Win_lock blocks; lazy locks
+ * taken at their first operation would follow the operations' order instead (rank 0:
+ * lock(1, shared, lazy), lock(2, exclusive), a put to 2, then a put to 1 waits for rank 2's
+ * exclusive lock on 1, while rank 2 waits in lock(2) for rank 0's). So a lock is left for
+ * later only while it is the process's one lock on the window (win->lazy_armed), and the
+ * next MPI_Win_lock that takes a lock word takes it first. */
 
 enum { LAZY_ARMED, LAZY_OPENING, LAZY_OPEN };
 
@@ -150,29 +158,57 @@ typedef struct rma_lazy_lock {
 /* The gate this thread opens: what it sends to the target meanwhile passes. */
 static __thread lazy_lock_t *lazy_mine;
 
+/* Takes the lock of l, which this thread moved to LAZY_OPENING. */
+static int lazy_take(lazy_lock_t *l)
+{
+    rma_win_t *win = l->win;
+    int rc;
+
+    lazy_mine = l;
+    rc = lock_shared(win, l->rank, LOCK_OFF(win, l->rank), SHARED_BUSY);
+    lazy_mine = NULL;
+    l->rc = rc;
+    atomic_store_explicit(&win->targets[l->rank].nm.gate, NULL, memory_order_release);
+    atomic_store_explicit(&l->state, LAZY_OPEN, memory_order_release);
+    return rc; /* l may be freed from here on (lazy_release) */
+}
+
+/* Waits for another thread of ours to take l's lock. */
+static void lazy_wait_open(lazy_lock_t *l)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+
+    while (atomic_load_explicit(&l->state, memory_order_acquire) != LAZY_OPEN) {
+        rma_ctl_progress(l->win);
+        rma_backoff(&bo);
+    }
+}
+
 static int lazy_open(rma_nm_gate_t *g)
 {
     lazy_lock_t *l = (lazy_lock_t *)g;
-    rma_backoff_t bo = RMA_BACKOFF_INIT;
     int armed = LAZY_ARMED;
 
     if (lazy_mine == l)
         return 0;
-    if (atomic_compare_exchange_strong(&l->state, &armed, LAZY_OPENING)) {
-        int rc;
-        lazy_mine = l;
-        rc = lock_shared(l->win, l->rank, LOCK_OFF(l->win, l->rank), SHARED_BUSY);
-        lazy_mine = NULL;
-        l->rc = rc;
-        atomic_store_explicit(&l->win->targets[l->rank].nm.gate, NULL, memory_order_release);
-        atomic_store_explicit(&l->state, LAZY_OPEN, memory_order_release);
-        return rc; /* l may be freed from here on (lazy_release) */
-    }
-    while (atomic_load_explicit(&l->state, memory_order_acquire) != LAZY_OPEN) {
-        rma_ctl_progress(l->win); /* another thread of ours takes the lock */
-        rma_backoff(&bo);
-    }
+    if (atomic_compare_exchange_strong(&l->state, &armed, LAZY_OPENING))
+        return lazy_take(l);
+    lazy_wait_open(l);
     return l->rc;
+}
+
+/* MPI_Win_lock is about to take a lock word (win->mtx held): the lock left for later, if it
+ * still is, to be taken first by this thread (lazy_take, without win->mtx), or NULL. */
+static lazy_lock_t *lazy_claim(rma_win_t *win)
+{
+    lazy_lock_t *l = win->lazy_armed;
+    int armed = LAZY_ARMED;
+
+    win->lazy_armed = NULL;
+    if (l == NULL || atomic_compare_exchange_strong(&l->state, &armed, LAZY_OPENING))
+        return l;
+    lazy_wait_open(l); /* taken, or being taken on another thread's way (no win->mtx there) */
+    return NULL;
 }
 
 /* MPI_Win_lock(SHARED) on target t: 1 when the lock is left for later, 0 when it is to be
@@ -182,11 +218,13 @@ static int lazy_arm(rma_win_t *win, int t)
     rma_target_t *tg = &win->targets[t];
     lazy_lock_t *l;
 
-    if (!rma_env.lock_lazy || tg->local || tg->nm.ops == NULL || !rma_nm_served(&tg->nm) ||
-        tg->nm.aggregate == 0 || (l = malloc(sizeof(*l))) == NULL)
+    if (!rma_env.lock_lazy || win->nlocks > 0 || win->locks_pending > 0 || tg->local ||
+        tg->nm.ops == NULL || !rma_nm_served(&tg->nm) || tg->nm.aggregate == 0 ||
+        (l = malloc(sizeof(*l))) == NULL)
         return 0;
     *l = (lazy_lock_t){.gate = {lazy_open}, .win = win, .rank = t};
     tg->lazy = l;
+    win->lazy_armed = l;
     atomic_store_explicit(&tg->nm.gate, &l->gate, memory_order_release);
     return 1;
 }
@@ -202,6 +240,8 @@ static int lazy_release(rma_win_t *win, int t)
     int armed = LAZY_ARMED, rc;
 
     tg->lazy = NULL;
+    if (win->lazy_armed == l)
+        win->lazy_armed = NULL;
     if (atomic_compare_exchange_strong(&l->state, &armed, LAZY_OPENING)) {
         lazy_mine = l;
         rc = rma_hx_agg_shared(win, t);
@@ -212,13 +252,9 @@ static int lazy_release(rma_win_t *win, int t)
         lazy_mine = NULL;
         atomic_store_explicit(&tg->nm.gate, NULL, memory_order_release);
     } else {
-        /* another thread of ours takes the lock on its way (lazy_open, a flush_all of its
-         * own epoch): its result, and the record, once it is done */
-        rma_backoff_t bo = RMA_BACKOFF_INIT;
-        while (atomic_load_explicit(&l->state, memory_order_acquire) != LAZY_OPEN) {
-            rma_ctl_progress(win);
-            rma_backoff(&bo);
-        }
+        /* taken on the way (lazy_open, a flush_all of another thread's epoch, a later lock:
+         * lazy_claim): its result, and the record, once it is done */
+        lazy_wait_open(l);
         rc = l->rc == 0 ? 1 : l->rc;
     }
     free(l);
@@ -393,16 +429,23 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
     }
     tg->lock_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
     if (!tg->lock_nocheck && !(lock_type == MPI_LOCK_SHARED && lazy_arm(win, rank))) {
+        lazy_lock_t *first = lazy_claim(win); /* taken in the order asked for */
+        int frank = first != NULL ? first->rank : rank, lrc = 0;
         tg->lock_pending = 1;
         win->locks_pending++;
         pthread_mutex_unlock(&win->mtx);
-        int lrc = lock_acquire(win, rank, lock_type);
+        if (first != NULL)
+            lrc = lazy_take(first);
+        if (lrc == 0) {
+            frank = rank;
+            lrc = lock_acquire(win, rank, lock_type);
+        }
         pthread_mutex_lock(&win->mtx);
         win->locks_pending--;
         tg->lock_pending = 0;
         if (lrc != 0) {
             held_remove(win, rank);
-            rc = rma_ctl_fail(win, func, rank, lrc);
+            rc = rma_ctl_fail(win, func, frank, lrc);
             goto out;
         }
     }

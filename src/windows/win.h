@@ -274,7 +274,9 @@ typedef struct rma_win {
     uint32_t *post_seen;        /* posts consumed from each target */
     uint64_t complete_expected; /* completes to wait for as a target */
     int exposure_open;
-    int nlocks;           /* targets locked with MPI_Win_lock */
+    int nlocks;                       /* targets locked with MPI_Win_lock */
+    struct rma_lazy_lock *lazy_armed; /* the one lock left for later while no other is held
+                                         (sync/lock.c), or NULL */
     int lock_all_nocheck; /* MPI_Win_lock_all with MPI_MODE_NOCHECK: no lock words held */
     int lock_all_holders; /* threads of ours inside MPI_Win_lock_all epochs */
     int lock_all_pending; /* a thread of ours is acquiring lock_all's lock words */
