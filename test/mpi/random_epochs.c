@@ -7,8 +7,13 @@
  * every rank's operations) picks the synchronization mode:
  *  - fence (the assertions NOPRECEDE/NOSUCCEED where they hold, at random);
  *  - lock_all, MPI_Win_flush_all after a random prefix of the operations, unlock_all;
- *  - MPI_Win_lock(MPI_LOCK_SHARED) on each target (all held at once or one at a time);
- *  - PSCW with all other ranks as the group;
+ *  - MPI_Win_lock on each target, shared or exclusive at random (all held at once, taken in
+ *    ascending rank order everywhere, or one at a time);
+ *  - PSCW: an origin's access group holds the targets of its operations and, at random, other
+ *    ranks; a target exposes its window to the origins whose group holds it. An empty group
+ *    is MPI_GROUP_EMPTY or no call at all; at random every post and start carry
+ *    MPI_MODE_NOCHECK (an MPI_Barrier between them), a post MPI_MODE_NOPUT where no put or
+ *    accumulate comes, and a wait is an MPI_Win_test loop;
  * and, for each rank, 1-20 operations on its slice at a random target (itself too, but in
  * PSCW): a contiguous MPI_Put (1-4096 bytes), a strided one (MPI_Type_vector of 1-64
  * blocks of 8-1024 bytes, stride twice the block), or a contiguous or strided MPI_Get of
@@ -41,7 +46,10 @@
  * the operations issued before it. Runs on MPICH's own RMA as well.
  * Environment: RANDOM_EPOCHS_ROUNDS (default 300), RANDOM_EPOCHS_SEED (default 1),
  * RANDOM_EPOCHS_FLAVOR=allocate (MPI_Win_allocate) or dynamic (MPI_Win_create_dynamic, every
- * rank attaching its calloc'd memory; default MPI_Win_create on calloc'd memory),
+ * rank attaching its calloc'd memory), shared (MPI_Win_allocate_shared, one node only: a third
+ * of the puts and gets in passive-target rounds are stores or loads through
+ * MPI_Win_shared_query's pointers, MPI_Win_sync before the epoch ends; a load's destination is
+ * checked right away); default MPI_Win_create on calloc'd memory,
  * RANDOM_EPOCHS_MIX (default 1; 0: puts and gets only), RANDOM_EPOCHS_MPICH_UCX=1 (skips the
  * two kinds of check MPICH 4.0.2 ch4:ucx fails: a strided MPI_Rget's destination when its
  * request completes, which it does at once while an MPI_Get without a request goes on
@@ -93,7 +101,8 @@
 #define MAXT    8  /* RANDOM_EPOCHS_THREADS */
 
 enum { M_FENCE, M_LOCK_ALL, M_LOCK, M_PSCW, M_N };
-static const char *mode_name[] = {"fence", "lock_all+flush_all", "lock shared", "pscw"};
+static const char *mode_name[] = {"fence", "lock_all+flush_all", "lock (shared or exclusive)",
+                                  "pscw"};
 enum { K_PUT, K_PUTV, K_GET, K_GETV, K_NBR, K_ACC, K_ACCV, K_GACC, K_FOP, K_CAS, K_N };
 static const char *kind_name[] = {"put",
                                   "strided put",
@@ -119,7 +128,8 @@ enum {
     C_TESTALL,
     C_FLUSH_LOCAL_ALL,
     C_FLUSH_LOCAL,
-    C_FLUSH /* a thread's MPI_Win_flush(target) */
+    C_FLUSH, /* a thread's MPI_Win_flush(target) */
+    C_LOAD   /* a shared window's load (memcpy through MPI_Win_shared_query's pointer) */
 };
 static const char *check_name[] = {"after the epoch",
                                    "right after MPI_Win_flush_all",
@@ -129,7 +139,8 @@ static const char *check_name[] = {"after the epoch",
                                    "right after an MPI_Testall loop",
                                    "right after MPI_Win_flush_local_all",
                                    "right after MPI_Win_flush_local",
-                                   "right after MPI_Win_flush(target)"};
+                                   "right after MPI_Win_flush(target)",
+                                   "right after the load"};
 
 typedef struct op {
     int kind, target;
@@ -145,12 +156,15 @@ typedef struct op {
     int cas_eq;             /* ... compare_and_swap: the compare value is the word's */
     uint64_t cmp;           /* ... the compare value */
     int req;                /* R_*: request-based (MPI_Rput, MPI_Rget, MPI_Raccumulate) */
+    int direct;             /* a put or get on a shared window done by memcpy (stores or loads) */
 } op_t;
 
 static int me, np, S, P; /* P: the bytes of a slice that puts may write */
 static int mix = 1;      /* accumulates, requests and local flushes too */
 /* RANDOM_EPOCHS_MPICH_UCX=1: skip the checks MPICH 4.0.2 ch4:ucx fails (see the top) */
 static int mpich_ucx;
+static int shared;             /* RANDOM_EPOCHS_FLAVOR=shared */
+static unsigned char **shbase; /* shared: each rank's window, from MPI_Win_shared_query */
 static uint64_t rng;
 static unsigned char *model; /* np windows of W bytes: what each must hold */
 static unsigned char *mem, *priv;
@@ -169,8 +183,14 @@ static int nops[64], split[64], one_at_a_time[64];
  * MPI_Waitall; a lock_all round's local flush (0 none, 1 MPI_Win_flush_local_all,
  * 2 MPI_Win_flush_local(flocal_t)) before its operation flocal_at */
 static int group[64], testall[64], flocal[64], flocal_at[64], flocal_t[64];
-static long issued[K_N], issued_req, issued_flocal; /* by this rank, for the summary */
-static int nthreads = 1;                            /* RANDOM_EPOCHS_THREADS */
+/* a lock round: the targets (bits) origin o locks exclusively. A PSCW round: the targets in
+ * o's access group (those of its operations and maybe others); o's post and start with
+ * MPI_GROUP_EMPTY when the group is empty (else no call), its wait as an MPI_Win_test loop;
+ * every rank's post and start with MPI_MODE_NOCHECK (an MPI_Barrier between them); o's post
+ * with MPI_MODE_NOPUT when no put or accumulate comes to it */
+static int excl[64], access_grp[64], empty_call[64], win_test[64], nocheck, noput[64];
+static long issued[K_N], issued_req, issued_flocal, issued_direct; /* by this rank */
+static int nthreads = 1;                                           /* RANDOM_EPOCHS_THREADS */
 /* threaded rounds of this rank, the groups and threads its operations went to there, and the
  * threads' flushes (for the summary) */
 static long t_rounds, t_groups, t_busy, t_flush;
@@ -316,6 +336,8 @@ static const char *describe(const op_t *p)
                       p->esz == 4 ? "MPI_INT" : "MPI_UINT64_T", p->nblk, p->blk / p->esz);
     else
         n += snprintf(s + n, sizeof s - n, " (%d x %d bytes)", p->nblk, p->blk);
+    if (p->direct)
+        snprintf(s + n, sizeof s - n, " by %s", is_get(p->kind) ? "loads" : "stores");
     if (p->req)
         snprintf(s + n, sizeof s - n, ", request-based (%s)",
                  p->req == R_WAIT   ? "MPI_Wait"
@@ -447,6 +469,10 @@ static int gen_op(int round, int o, int mode, op_t *list, int n, long *priv_used
             (!is_acc(kind) || ((kind == K_ACC || kind == K_ACCV) && p.aop == A_SUM)) &&
             rnd() % 3 == 0)
             p.req = 1 + rnd() % 3;
+        /* loads and stores are synchronized here by the passive-target epochs' MPI_Win_sync */
+        if (shared && (mode == M_LOCK_ALL || mode == M_LOCK) && !is_acc(kind) && !p.req &&
+            rnd() % 3 == 0)
+            p.direct = 1;
         list[n] = p;
         return 1;
     }
@@ -512,6 +538,18 @@ static void gen_round(int round, int mode)
                 flocal_t[o] = rnd() % np;
             }
         }
+        excl[o] = mode == M_LOCK ? (int)(rnd() % (1u << np)) : 0;
+        if (mode == M_PSCW) {
+            access_grp[o] = 0;
+            for (int i = 0; i < n; i++)
+                access_grp[o] |= 1 << list[i].target;
+            for (int t = 0; t < np; t++)
+                if (t != o && rnd() % 4 == 0)
+                    access_grp[o] |= 1 << t;
+            empty_call[o] = rnd() % 2;
+            win_test[o] = rnd() % 2;
+            noput[o] = rnd() % 2;
+        }
         /* the model: gets copy what the round leaves unchanged, so any order does; an
          * origin's accumulate-family ops on common bytes take effect in issue order */
         for (int i = 0; i < n; i++) {
@@ -531,6 +569,7 @@ static void gen_round(int round, int mode)
                 }
         }
     }
+    nocheck = mode == M_PSCW && rnd() % 3 == 0;
 }
 
 /* The origin-side byte of op p's block b, byte j. */
@@ -575,6 +614,16 @@ static void issue(const op_t *p, MPI_Request *rq)
     int acc = is_acc(p->kind), esz = acc ? p->esz : 1, per = p->blk / esz, tc = per, oc = per;
     void *ob = obyte(p, 0, 0), *rb = priv + p->roff;
 
+    if (p->direct) {
+        for (int b = 0; b < p->nblk; b++) {
+            unsigned char *t = shbase[p->target] + p->toff + (long)b * p->tstride;
+            if (is_get(p->kind))
+                memcpy(obyte(p, b, 0), t, p->blk);
+            else
+                memcpy(t, obyte(p, b, 0), p->blk);
+        }
+        return;
+    }
     if (acc)
         bt = esz == 4 ? MPI_INT : MPI_UINT64_T;
     tt = ot = bt;
@@ -774,6 +823,9 @@ static void run_op(worker_t *w, int round, int mode, int i)
     issue(p, &rq);
     __atomic_add_fetch(&issued[p->kind], 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&issued_req, p->req != R_NONE, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&issued_direct, p->direct, __ATOMIC_RELAXED);
+    if (p->direct && is_get(p->kind))
+        check_op(round, mode, i, C_LOAD);
     switch (p->req) {
     case R_WAIT:
         MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
@@ -977,6 +1029,76 @@ static void run_threads(uint64_t *lr, int round, int mode)
         pthread_join(workers[t].th, NULL);
 }
 
+/* Before a passive-target epoch ends: this rank's stores reach the targets' memory (their
+ * MPI_Win_sync after the round's MPI_Barrier makes them visible there). */
+static void sync_stores(void)
+{
+    for (int i = 0; i < nops[me]; i++)
+        if (ops[me][i].direct) {
+            MPI_OK(MPI_Win_sync(win));
+            return;
+        }
+}
+
+/* The group of the ranks whose bit is set in `bits`, in *g (MPI_GROUP_EMPTY when none);
+ * returns how many. */
+static int group_of(MPI_Group *world, int bits, MPI_Group *g)
+{
+    int ranks[64], n = 0;
+
+    for (int t = 0; t < np; t++)
+        if (bits >> t & 1)
+            ranks[n++] = t;
+    *g = MPI_GROUP_EMPTY;
+    if (n > 0)
+        MPI_OK(MPI_Group_incl(*world, n, ranks, g));
+    return n;
+}
+
+/* A PSCW round: this rank exposes its window to the origins whose access group holds it, and
+ * accesses its own access group (see access_grp). */
+static void pscw(MPI_Group *world, int round)
+{
+    MPI_Group in, out;
+    int from = 0, put_in = 0, post_assert = nocheck ? MPI_MODE_NOCHECK : 0, nin, nout, flag = 0;
+    int rc;
+
+    for (int o = 0; o < np; o++)
+        if (access_grp[o] >> me & 1) {
+            from |= 1 << o;
+            for (int i = 0; i < nops[o]; i++)
+                put_in |= ops[o][i].target == me && !is_get(ops[o][i].kind);
+        }
+    if (noput[me] && !put_in)
+        post_assert |= MPI_MODE_NOPUT;
+    nin = group_of(world, from, &in);
+    nout = group_of(world, access_grp[me], &out);
+    if (nin > 0 || empty_call[me])
+        MPI_OK(MPI_Win_post(in, post_assert, win));
+    if (nocheck) /* every post is done before any start */
+        MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (nout > 0 || empty_call[me])
+        MPI_OK(MPI_Win_start(out, nocheck ? MPI_MODE_NOCHECK : 0, win));
+    for (int i = 0; i < nops[me]; i++)
+        run_op(&main_worker, round, M_PSCW, i);
+    if (nout > 0 || empty_call[me])
+        MPI_OK(MPI_Win_complete(win));
+    if (nin > 0 || empty_call[me]) {
+        if (win_test[me]) {
+            do
+                rc = MPI_Win_test(win, &flag);
+            while (rc == MPI_SUCCESS && !flag);
+            MPI_OK(rc);
+        } else {
+            MPI_OK(MPI_Win_wait(win));
+        }
+    }
+    if (nin > 0)
+        MPI_OK(MPI_Group_free(&in));
+    if (nout > 0)
+        MPI_OK(MPI_Group_free(&out));
+}
+
 /* This rank's window against the model: the first wrong byte of each slice. */
 static void check_window(int round, int mode)
 {
@@ -1024,10 +1146,11 @@ int main(int argc, char **argv)
     const char *fl = getenv("RANDOM_EPOCHS_FLAVOR");
     int flavor = fl != NULL && strcmp(fl, "allocate") == 0  ? RT_ALLOCATE
                  : fl != NULL && strcmp(fl, "dynamic") == 0 ? RT_DYNAMIC
+                 : fl != NULL && strcmp(fl, "shared") == 0  ? RT_SHARED
                                                             : RT_CREATE;
     int *modes, fails = 0, provided = MPI_THREAD_MULTIPLE;
     rt_win_t w;
-    MPI_Group world, others;
+    MPI_Group world;
     uint64_t lr; /* this rank's PRNG for the threaded rounds */
 
     nthreads = rt_env_int("RANDOM_EPOCHS_THREADS", 1);
@@ -1057,6 +1180,9 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 1;
     }
+    if (rt_flavor_skipped(flavor))
+        return rt_finish("random_epochs");
+    shared = flavor == RT_SHARED;
     model = calloc(np, W);
     priv = malloc((size_t)MAXOPS * W);
     pexp = calloc(MAXOPS, W);
@@ -1074,8 +1200,17 @@ int main(int argc, char **argv)
     }
     win = w.win;
     mem = w.mem;
+    if (shared) {
+        shbase = calloc(np, sizeof(*shbase));
+        for (int t = 0; t < np; t++) {
+            MPI_Aint size;
+            int disp;
+            MPI_OK(MPI_Win_shared_query(win, t, &size, &disp, &shbase[t]));
+            CHECK(size == W && disp == 1, "MPI_Win_shared_query(%d): size %ld, disp_unit %d", t,
+                  (long)size, disp);
+        }
+    }
     MPI_Comm_group(MPI_COMM_WORLD, &world);
-    MPI_Group_excl(world, 1, &me, &others);
 
     /* the modes first, so that a closing fence knows the next round's */
     rng = 0x9E3779B97F4A7C15ull * (uint64_t)(seed + 1);
@@ -1108,6 +1243,7 @@ int main(int argc, char **argv)
             MPI_OK(MPI_Win_lock_all(0, win));
             if (nthreads > 1) {
                 run_threads(&lr, r, mode);
+                sync_stores();
                 MPI_OK(MPI_Win_unlock_all(win));
                 break;
             }
@@ -1122,6 +1258,7 @@ int main(int argc, char **argv)
                     run_op(&main_worker, r, mode, i);
             }
             complete_pending(&main_worker, r, mode);
+            sync_stores();
             MPI_OK(MPI_Win_unlock_all(win));
             break;
         case M_LOCK:
@@ -1131,12 +1268,15 @@ int main(int argc, char **argv)
                     any |= list[i].target == t;
                 if (!any)
                     continue;
-                MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
+                /* in ascending order everywhere: exclusive locks held at once cannot deadlock */
+                MPI_OK(MPI_Win_lock(excl[me] >> t & 1 ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, t, 0,
+                                    win));
                 for (int i = 0; i < n; i++)
                     if (one_at_a_time[me] && list[i].target == t)
                         run_op(&main_worker, r, mode, i);
                 if (one_at_a_time[me]) {
                     complete_pending(&main_worker, r, mode);
+                    sync_stores();
                     MPI_OK(MPI_Win_unlock(t, win));
                 }
             }
@@ -1148,6 +1288,7 @@ int main(int argc, char **argv)
                         run_op(&main_worker, r, mode, i);
                     complete_pending(&main_worker, r, mode);
                 }
+                sync_stores();
                 for (int t = np - 1; t >= 0; t--) {
                     int any = 0;
                     for (int i = 0; i < n; i++)
@@ -1157,14 +1298,7 @@ int main(int argc, char **argv)
                 }
             }
             break;
-        default:
-            MPI_OK(MPI_Win_post(others, 0, win));
-            MPI_OK(MPI_Win_start(others, 0, win));
-            for (int i = 0; i < n; i++)
-                run_op(&main_worker, r, mode, i);
-            MPI_OK(MPI_Win_complete(win));
-            MPI_OK(MPI_Win_wait(win));
-            break;
+        default: pscw(&world, r); break;
         }
         MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
         /* after passive-target epochs, MPI_Win_sync (in an epoch of its own) before loads */
@@ -1186,17 +1320,16 @@ int main(int argc, char **argv)
     if (me == 0)
         printf("random_epochs: rank 0 issued %ld puts (%ld strided), %ld gets (%ld strided, %ld "
                "of the neighbour's scratch), %ld accumulates (%ld strided), %ld get_accumulate, "
-               "%ld fetch_and_op, %ld compare_and_swap; %ld of them request-based; %ld local "
-               "flushes\n",
+               "%ld fetch_and_op, %ld compare_and_swap; %ld of them request-based, %ld by loads or "
+               "stores; %ld local flushes\n",
                issued[K_PUT] + issued[K_PUTV], issued[K_PUTV],
                issued[K_GET] + issued[K_GETV] + issued[K_NBR], issued[K_GETV], issued[K_NBR],
                issued[K_ACC] + issued[K_ACCV], issued[K_ACCV], issued[K_GACC], issued[K_FOP],
-               issued[K_CAS], issued_req, issued_flocal);
+               issued[K_CAS], issued_req, issued_direct, issued_flocal);
     if (me == 0 && nthreads > 1)
         printf("random_epochs: %d threads: rank 0 ran %ld rounds threaded, its operations in %ld "
                "independent groups, %ld threads of %ld had operations; %ld flushes by threads\n",
                nthreads, t_rounds, t_groups, t_busy, t_rounds * nthreads, t_flush);
-    MPI_Group_free(&others);
     MPI_Group_free(&world);
     if (flavor == RT_DYNAMIC) {
         MPI_OK(MPI_Win_detach(win, mem));
@@ -1206,6 +1339,7 @@ int main(int argc, char **argv)
         rt_win_close(&w);
     }
     free(base);
+    free(shbase);
     free(modes);
     free(model);
     free(priv);
