@@ -970,6 +970,11 @@ static int acc_packed(acc_op_t *a)
     rc = acc_move(a, old, 0);
     if (rc == 0 && a->kind == RMA_CAS) {
         same = memcmp(old, a->compare, a->esize) == 0;
+    } else if (rc == 0 && write && a->op != RMA_OP_REPLACE && plain_kernel(a->akind) != NULL) {
+        /* upd = upd op old by our own kernel, as on every other path: MPICH 4.0.2's
+         * MPI_Reduce_local compares unsigned types as signed in MPI_MAX and MPI_MIN
+         * (pmodels/mpich#6083); every predefined op commutes */
+        rc = plain_kernel(a->akind)(a->op, upd, old, (size_t)a->nelem) != 0;
     } else if (rc == 0 && write && a->op != RMA_OP_REPLACE) {
         /* upd = old op upd, chunked to int counts */
         MPI_Aint done = 0, ext = a->bd->extent;
