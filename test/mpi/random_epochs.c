@@ -114,8 +114,18 @@ static const char *kind_name[] = {"put",
                                   "get_accumulate",
                                   "fetch_and_op",
                                   "compare_and_swap"};
-enum { A_SUM, A_REPLACE, A_BXOR, A_NO_OP };
-static const char *aop_name[] = {"SUM", "REPLACE", "BXOR", "NO_OP"};
+enum { A_SUM, A_REPLACE, A_BXOR, A_NO_OP, A_MAX, A_MIN, A_BOR, A_PROD };
+static const char *aop_name[] = {"SUM", "REPLACE", "BXOR", "NO_OP", "MAX", "MIN", "BOR", "PROD"};
+/* accumulate element types: bytes, signed, floating point */
+enum { T_I8, T_U16, T_I32, T_U64, T_F64, T_N };
+static const struct {
+    int size, sign, flt;
+    const char *name;
+} ty_info[T_N] = {{1, 1, 0, "MPI_INT8_T"},
+                  {2, 0, 0, "MPI_UNSIGNED_SHORT"},
+                  {4, 1, 0, "MPI_INT"},
+                  {8, 0, 0, "MPI_UINT64_T"},
+                  {8, 0, 1, "MPI_DOUBLE"}};
 /* request-based: not; completed by MPI_Wait or an MPI_Test loop right away; later with others */
 enum { R_NONE, R_WAIT, R_TEST, R_LATER };
 /* where a destination is checked */
@@ -149,7 +159,7 @@ typedef struct op {
     int scratch;            /* a get into the origin's own window (else a private buffer) */
     int ostride;            /* the origin's side: the same blocks, ostride apart ... */
     long ooff;              /* ... from this byte of the private buffer or of the window */
-    int esz;                /* accumulate family: element bytes (4 MPI_INT, 8 MPI_UINT64_T) */
+    int ty, esz;            /* accumulate family: element type (T_*) and its bytes */
     int aop;                /* ... the operation (A_*) */
     long roff;              /* ... fetched elements: at this byte of the private buffer */
     long coff;              /* ... compare_and_swap's compare value: at this byte */
@@ -236,37 +246,84 @@ static uint64_t operand(int round, int o, int t, int i, long off)
     return x;
 }
 
+/* An element of esz bytes (little-endian host), zero-extended */
 static uint64_t word(const unsigned char *b, int esz)
 {
-    uint32_t w4;
-    uint64_t w8;
+    uint64_t w = 0;
 
-    if (esz == 4) {
-        memcpy(&w4, b, 4);
-        return w4;
-    }
-    memcpy(&w8, b, 8);
-    return w8;
+    memcpy(&w, b, esz);
+    return w;
 }
 
 static void set_word(unsigned char *b, int esz, uint64_t v)
 {
-    uint32_t w4 = (uint32_t)v;
-
-    if (esz == 4)
-        memcpy(b, &w4, 4);
-    else
-        memcpy(b, &v, 8);
+    memcpy(b, &v, esz);
 }
 
-/* MPI_SUM on MPI_INT as two's complement (32-bit words, wrapping) */
-static uint64_t apply(int aop, uint64_t old, uint64_t x)
+static uint64_t mask_of(int ty)
 {
+    return ty_info[ty].size == 8 ? ~0ull : (1ull << 8 * ty_info[ty].size) - 1;
+}
+
+static double as_double(uint64_t v)
+{
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+
+static uint64_t double_bits(double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    return v;
+}
+
+/* An operand element of type ty from the 64 random bits x: small halves for MPI_DOUBLE, so
+ * that sums are exact (old values may be any bits a put left, NaN too: SUM, REPLACE and PROD
+ * give the same bits for them on every IEEE machine, MAX and MIN are not used there) */
+static uint64_t operand_as(int ty, uint64_t x)
+{
+    if (ty_info[ty].flt)
+        return double_bits(((int)(x % 17) - 8) * 0.5);
+    return x & mask_of(ty);
+}
+
+static int64_t sext(int ty, uint64_t v)
+{
+    int sh = 64 - 8 * ty_info[ty].size;
+    return (int64_t)(v << sh) >> sh;
+}
+
+/* old (op) x for elements of type ty (integers wrap, as two's complement) */
+static uint64_t apply(int ty, int aop, uint64_t old, uint64_t x)
+{
+    int lt = ty_info[ty].sign ? sext(ty, old) < sext(ty, x) : old < x;
+
+    if (ty_info[ty].flt && aop == A_SUM)
+        return double_bits(as_double(old) + as_double(x));
+    if (ty_info[ty].flt && aop == A_PROD)
+        return double_bits(as_double(old) * as_double(x));
     switch (aop) {
-    case A_SUM: return old + x;
+    case A_SUM: return (old + x) & mask_of(ty);
     case A_REPLACE: return x;
     case A_BXOR: return old ^ x;
+    case A_BOR: return old | x;
+    case A_MAX: return lt ? x : old;
+    case A_MIN: return lt ? old : x;
+    case A_PROD: return old * x & mask_of(ty);
     default: return old;
+    }
+}
+
+static MPI_Datatype mpi_type(int ty)
+{
+    switch (ty) {
+    case T_I8: return MPI_INT8_T;
+    case T_U16: return MPI_UNSIGNED_SHORT;
+    case T_I32: return MPI_INT;
+    case T_U64: return MPI_UINT64_T;
+    default: return MPI_DOUBLE;
     }
 }
 
@@ -276,6 +333,10 @@ static MPI_Op mpi_op(int aop)
     case A_SUM: return MPI_SUM;
     case A_REPLACE: return MPI_REPLACE;
     case A_BXOR: return MPI_BXOR;
+    case A_MAX: return MPI_MAX;
+    case A_MIN: return MPI_MIN;
+    case A_BOR: return MPI_BOR;
+    case A_PROD: return MPI_PROD;
     default: return MPI_NO_OP;
     }
 }
@@ -317,7 +378,7 @@ static int conflict(const op_t *a, const op_t *b)
         !(a->toff < b->toff + extent(b) && b->toff < a->toff + extent(a)))
         return 0;
     if (is_acc(a->kind) && is_acc(b->kind))
-        return a->esz != b->esz;
+        return a->ty != b->ty;
     if (is_acc(a->kind) || is_acc(b->kind))
         return 1;
     return is_get(a->kind) != is_get(b->kind);
@@ -332,8 +393,8 @@ static const char *describe(const op_t *p)
     if (is_acc(p->kind) && p->kind != K_CAS)
         n += snprintf(s + n, sizeof s - n, " %s", aop_name[p->aop]);
     if (is_acc(p->kind))
-        n += snprintf(s + n, sizeof s - n, " of %s (%d x %d elements)",
-                      p->esz == 4 ? "MPI_INT" : "MPI_UINT64_T", p->nblk, p->blk / p->esz);
+        n += snprintf(s + n, sizeof s - n, " of %s (%d x %d elements)", ty_info[p->ty].name,
+                      p->nblk, p->blk / p->esz);
     else
         n += snprintf(s + n, sizeof s - n, " (%d x %d bytes)", p->nblk, p->blk);
     if (p->direct)
@@ -347,31 +408,55 @@ static const char *describe(const op_t *p)
 }
 
 /* The shape of an accumulate-family op p: type, operation, elements. */
-static void gen_acc_shape(op_t *p, int esz)
+/* An operation for an accumulate-family op of type ty: any that the standard allows (PROD on
+ * unsigned or floating elements only, so that no product overflows a signed type; no MAX or
+ * MIN on floating ones, see operand_as); a fetching op may also be NO_OP */
+static int pick_aop(int ty, int kind)
 {
-    static const int fop_ops[] = {A_SUM, A_NO_OP, A_REPLACE};
+    static const int ints[] = {A_SUM, A_REPLACE, A_BXOR, A_MAX, A_MIN, A_BOR, A_PROD};
+    static const int flts[] = {A_SUM, A_REPLACE, A_PROD};
+    int aop;
+
+    if ((kind == K_GACC || kind == K_FOP) && rnd() % 3 == 0)
+        return A_NO_OP;
+    if (ty_info[ty].flt)
+        return flts[rnd() % 3];
+    aop = ints[rnd() % (ty_info[ty].sign ? 6 : 7)];
+    /* MPICH 4.0.2 compares unsigned types as signed in MPI_MAX and MPI_MIN (pmodels/mpich#6083) */
+    return mpich_ucx && !ty_info[ty].sign && (aop == A_MAX || aop == A_MIN) ? A_SUM : aop;
+}
+
+/* The shape of an accumulate-family op p: type (ty, or at random when -1; an integer one for
+ * compare_and_swap), operation, elements. */
+static void gen_acc_shape(op_t *p, int ty)
+{
     int maxe, cnt = 1;
 
-    p->esz = p->kind == K_CAS ? 8 : esz ? esz : rnd() % 2 ? 8 : 4;
+    if (ty < 0)
+        ty = rnd() % T_N;
+    if (p->kind == K_CAS && ty_info[ty].flt)
+        ty = T_U64;
+    p->ty = ty;
+    p->esz = ty_info[ty].size;
     maxe = P / p->esz;
     switch (p->kind) {
     case K_ACC:
-        p->aop = rnd() % 3;
+        p->aop = pick_aop(ty, p->kind);
         cnt = 1 + rnd() % (maxe < 256 ? maxe : 256);
         break;
     case K_ACCV: {
         int per = 1 + rnd() % 16, nmax = (maxe / per + 1) / 2;
-        p->aop = rnd() % 3;
+        p->aop = pick_aop(ty, p->kind);
         p->nblk = 1 + rnd() % (nmax > 16 ? 16 : nmax);
         p->blk = per * p->esz;
         p->tstride = 2 * p->blk;
         return;
     }
     case K_GACC:
-        p->aop = rnd() % 2 ? A_SUM : A_NO_OP;
+        p->aop = pick_aop(ty, p->kind);
         cnt = 1 + rnd() % 32;
         break;
-    case K_FOP: p->aop = fop_ops[rnd() % 3]; break;
+    case K_FOP: p->aop = pick_aop(ty, p->kind); break;
     default: p->cas_eq = rnd() % 2; break;
     }
     p->nblk = 1;
@@ -408,8 +493,8 @@ static int gen_op(int round, int o, int mode, op_t *list, int n, long *priv_used
         p.kind = kind;
         p.target = t;
         if (is_acc(kind)) {
-            gen_acc_shape(&p, near >= 0 ? list[near].esz : 0);
-            if (near >= 0 && p.esz == list[near].esz) {
+            gen_acc_shape(&p, near >= 0 ? list[near].ty : -1);
+            if (near >= 0 && p.ty == list[near].ty) {
                 const op_t *q = &list[near];
                 long end = (long)o * S + P - extent(&p); /* aligned: S and P are */
                 p.toff = q->toff + (long)p.esz * (rnd() % (extent(q) / p.esz));
@@ -488,14 +573,15 @@ static void model_acc(int round, int o, int i, op_t *p)
     for (int b = 0; b < p->nblk; b++)
         for (int k = 0; k < per; k++) {
             long toff = p->toff + (long)b * p->tstride + (long)k * p->esz;
-            uint64_t old = word(tw + toff, p->esz), x = operand(round, o, p->target, i, toff), nw;
+            uint64_t old = word(tw + toff, p->esz), nw,
+                     x = operand_as(p->ty, operand(round, o, p->target, i, toff));
             if (fetches(p->kind) && o == me)
                 set_word(pexp + p->roff + (long)k * p->esz, p->esz, old);
             if (p->kind == K_CAS) {
-                p->cmp = p->cas_eq ? old : old ^ (x | 1);
+                p->cmp = p->cas_eq ? old : (old ^ (x | 1)) & mask_of(p->ty);
                 nw = old == p->cmp ? x : old;
             } else {
-                nw = apply(p->aop, old, x);
+                nw = apply(p->ty, p->aop, old, x);
             }
             set_word(tw + toff, p->esz, nw);
         }
@@ -588,13 +674,14 @@ static void fill(int round)
             for (int b = 0; b < p->nblk; b++)
                 for (int k = 0; k < per; k++)
                     set_word(obyte(p, b, k * p->esz), p->esz,
-                             operand(round, me, p->target, i,
-                                     p->toff + (long)b * p->tstride + (long)k * p->esz));
+                             operand_as(p->ty, operand(round, me, p->target, i,
+                                                       p->toff + (long)b * p->tstride +
+                                                           (long)k * p->esz)));
             if (fetches(p->kind)) /* other bytes than those to come */
                 for (int j = 0; j < p->blk; j++)
                     priv[p->roff + j] = (unsigned char)~pexp[p->roff + j];
             if (p->kind == K_CAS)
-                set_word(priv + p->coff, 8, p->cmp);
+                set_word(priv + p->coff, p->esz, p->cmp);
             continue;
         }
         for (int b = 0; b < p->nblk; b++)
@@ -625,7 +712,7 @@ static void issue(const op_t *p, MPI_Request *rq)
         return;
     }
     if (acc)
-        bt = esz == 4 ? MPI_INT : MPI_UINT64_T;
+        bt = mpi_type(p->ty);
     tt = ot = bt;
     if (p->kind == K_PUTV || p->kind == K_GETV || p->kind == K_ACCV) {
         MPI_OK(MPI_Type_vector(p->nblk, per, p->tstride / esz, bt, &tt));
@@ -735,9 +822,8 @@ static void check_op_locked(int round, int mode, int i, int at)
                       "offset %ld) is 0x%llx, expected 0x%llx%s",
                       round, mode_name[mode], describe(p), p->target, when, k,
                       p->toff + (long)k * p->esz, (unsigned long long)got, (unsigned long long)want,
-                      got == (~want & (p->esz == 4 ? 0xffffffffull : ~0ull))
-                          ? " (the poison put there before the call)"
-                          : "");
+                      got == (~want & mask_of(p->ty)) ? " (the poison put there before the call)"
+                                                      : "");
             }
         }
         CHECK(1, "fetch");
