@@ -29,13 +29,15 @@
  * once (the library from before the held-gets fence fix failed it within 13-163 rounds,
  * every peer over tcp).
  * The accumulate family joins in (unless RANDOM_EPOCHS_MIX=0, which gives the put/get-only
- * rounds of before, the same for a seed): MPI_Accumulate (SUM, REPLACE, BXOR; MPI_INT or
- * MPI_UINT64_T at aligned offsets; 1-256 elements, contiguous or a vector of up to 16 blocks
- * of 1-16 elements), MPI_Get_accumulate (SUM, NO_OP; 1-32 elements), MPI_Fetch_and_op (SUM,
- * NO_OP, REPLACE) and MPI_Compare_and_swap (MPI_UINT64_T, the compare value equal to the word
- * or not), on the origin's slice too. Within a round an origin's accumulate-family operations
- * at a target touch no byte its puts or gets there touch, and overlap each other only with the
- * same basic type: MPI's default accumulate_ordering then makes them take effect in issue
+ * rounds of before): MPI_Accumulate (1-256 elements, contiguous or a vector of up to 16
+ * blocks of 1-16 elements), MPI_Get_accumulate (1-32 elements), MPI_Fetch_and_op and
+ * MPI_Compare_and_swap (the compare value equal to the element or not), on the origin's slice
+ * too, on MPI_INT8_T, MPI_UNSIGNED_SHORT, MPI_INT, MPI_UINT64_T or MPI_DOUBLE elements at
+ * aligned offsets (compare_and_swap: the integer ones) with SUM, REPLACE, BXOR, BOR, MAX, MIN
+ * or PROD (see pick_aop and operand_as for what each type takes), and NO_OP for the fetching
+ * calls. Within a round an origin's accumulate-family operations at a target touch no byte
+ * its puts or gets there touch, and overlap each other only with the same basic type (other
+ * types may share an 8-byte word): MPI's default accumulate_ordering then makes them take effect in issue
  * order, which the model follows (each fetched value is the word at that point of the
  * sequence). Operands depend on (round, origin, target, operation, offset). In lock_all and
  * shared-lock rounds puts, gets and SUM accumulates are sometimes request-based (MPI_Rput,
@@ -55,7 +57,9 @@
  * request completes, which it does at once while an MPI_Get without a request goes on
  * (pmodels/mpich#7896), and a get's after MPI_Win_flush_local(_all) when a put to the same
  * target came after the get: the put's ucp_put_nbi completed at once and marked the target
- * as needing a remote flush only, over the get's mark, so the local flush waited for nothing).
+ * as needing a remote flush only, over the get's mark, so the local flush waited for nothing;
+ * and it uses SUM where MAX or MIN on an unsigned type was drawn, which MPICH 4.0.2 computes
+ * as signed, pmodels/mpich#6083).
  * RANDOM_EPOCHS_THREADS=T (1-8, default 1: the above, unchanged for a seed) asks for
  * MPI_THREAD_MULTIPLE (fails without it) and has the lock_all rounds and the shared-lock rounds
  * that hold all their locks at once issue each rank's operations from T pthreads at once: the
