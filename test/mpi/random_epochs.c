@@ -48,7 +48,9 @@
  * the operations issued before it. Runs on MPICH's own RMA as well.
  * Environment: RANDOM_EPOCHS_ROUNDS (default 300), RANDOM_EPOCHS_SEED (default 1),
  * RANDOM_EPOCHS_FLAVOR=allocate (MPI_Win_allocate) or dynamic (MPI_Win_create_dynamic, every
- * rank attaching its calloc'd memory), shared (MPI_Win_allocate_shared, one node only: a third
+ * rank attaching its calloc'd memory; before a quarter of the rounds each rank at random
+ * moves it to a new block, attach and detach, the old block poisoned and checked: reattach),
+ * shared (MPI_Win_allocate_shared, one node only: a third
  * of the puts and gets in passive-target rounds are stores or loads through
  * MPI_Win_shared_query's pointers, MPI_Win_sync before the epoch ends; a load's destination is
  * checked right away); default MPI_Win_create on calloc'd memory,
@@ -203,8 +205,8 @@ static int group[64], testall[64], flocal[64], flocal_at[64], flocal_t[64];
  * every rank's post and start with MPI_MODE_NOCHECK (an MPI_Barrier between them); o's post
  * with MPI_MODE_NOPUT when no put or accumulate comes to it */
 static int excl[64], access_grp[64], empty_call[64], win_test[64], nocheck, noput[64];
-static long issued[K_N], issued_req, issued_flocal, issued_direct; /* by this rank */
-static int nthreads = 1;                                           /* RANDOM_EPOCHS_THREADS */
+static long issued[K_N], issued_req, issued_flocal, issued_direct, issued_moves; /* this rank's */
+static int nthreads = 1; /* RANDOM_EPOCHS_THREADS */
 /* threaded rounds of this rank, the groups and threads its operations went to there, and the
  * threads' flushes (for the summary) */
 static long t_rounds, t_groups, t_busy, t_flush;
@@ -1189,6 +1191,52 @@ static void pscw(MPI_Group *world, int round)
         MPI_OK(MPI_Group_free(&out));
 }
 
+/* A dynamic window between rounds: each rank at random moves its memory to a new block
+ * (attach it, detach the old one); every rank learns the new addresses. The old block stays
+ * allocated, poisoned, until the next move, and must stay poisoned: a peer that wrote there
+ * through a stale record of the region would show. Freed then, its address may come back for
+ * a later block. */
+static unsigned char *old_mem;
+#define POISON 0xEE
+
+static void check_old_mem(int round)
+{
+    long bad = -1;
+
+    for (long i = 0; old_mem != NULL && i < W && bad < 0; i++)
+        if (old_mem[i] != POISON)
+            bad = i;
+    CHECK(bad < 0,
+          "round %d: byte %ld of the memory this rank detached from the dynamic window is "
+          "0x%02x: written after MPI_Win_detach (slice of rank %ld)",
+          round, bad, bad >= 0 ? old_mem[bad] : 0, bad / S);
+}
+
+static void reattach(int round)
+{
+    int move[64];
+    MPI_Aint mine;
+
+    for (int t = 0; t < np; t++)
+        move[t] = rnd() % 2;
+    check_old_mem(round);
+    if (move[me]) {
+        unsigned char *nm;
+        free(old_mem);
+        old_mem = NULL;
+        nm = malloc(W);
+        memcpy(nm, mem, W);
+        MPI_OK(MPI_Win_attach(win, nm, W));
+        MPI_OK(MPI_Win_detach(win, mem));
+        memset(mem, POISON, W);
+        old_mem = mem;
+        mem = nm;
+    }
+    MPI_Get_address(mem, &mine);
+    MPI_Allgather(&mine, 1, MPI_AINT, base, 1, MPI_AINT, MPI_COMM_WORLD);
+    issued_moves += move[me];
+}
+
 /* This rank's window against the model: the first wrong byte of each slice. */
 static void check_window(int round, int mode)
 {
@@ -1316,6 +1364,8 @@ int main(int argc, char **argv)
         int close_assert = (next != M_FENCE || rnd() % 2) ? MPI_MODE_NOSUCCEED : 0;
         op_t *list = ops[me];
 
+        if (flavor == RT_DYNAMIC && r > 0 && rnd() % 4 == 0)
+            reattach(r);
         gen_round(r, mode);
         n = nops[me];
         fill(r);
@@ -1416,15 +1466,20 @@ int main(int argc, char **argv)
                issued[K_GET] + issued[K_GETV] + issued[K_NBR], issued[K_GETV], issued[K_NBR],
                issued[K_ACC] + issued[K_ACCV], issued[K_ACCV], issued[K_GACC], issued[K_FOP],
                issued[K_CAS], issued_req, issued_direct, issued_flocal);
+    if (me == 0 && flavor == RT_DYNAMIC)
+        printf("random_epochs: rank 0 moved its memory in the dynamic window %ld times\n",
+               issued_moves);
     if (me == 0 && nthreads > 1)
         printf("random_epochs: %d threads: rank 0 ran %ld rounds threaded, its operations in %ld "
                "independent groups, %ld threads of %ld had operations; %ld flushes by threads\n",
                nthreads, t_rounds, t_groups, t_busy, t_rounds * nthreads, t_flush);
     MPI_Group_free(&world);
     if (flavor == RT_DYNAMIC) {
+        check_old_mem(rounds);
         MPI_OK(MPI_Win_detach(win, mem));
         MPI_OK(MPI_Win_free(&w.win));
-        free(w.mem);
+        free(mem);
+        free(old_mem);
     } else {
         rt_win_close(&w);
     }
