@@ -50,10 +50,10 @@
  * RANDOM_EPOCHS_FLAVOR=allocate (MPI_Win_allocate) or dynamic (MPI_Win_create_dynamic, every
  * rank attaching its calloc'd memory; before a quarter of the rounds each rank at random
  * moves it to a new block, attach and detach, the old block poisoned and checked: reattach),
- * shared (MPI_Win_allocate_shared, one node only: a third
- * of the puts and gets in passive-target rounds are stores or loads through
- * MPI_Win_shared_query's pointers, MPI_Win_sync before the epoch ends; a load's destination is
- * checked right away); default MPI_Win_create on calloc'd memory,
+ * shared (MPI_Win_allocate_shared, one node only: a third of the puts and gets in
+ * passive-target rounds are stores or loads through MPI_Win_shared_query's pointers,
+ * MPI_Win_sync before the epoch ends; a load's destination is checked right away); default
+ * MPI_Win_create on calloc'd memory.
  * RANDOM_EPOCHS_MIX (default 1; 0: puts and gets only), RANDOM_EPOCHS_MPICH_UCX=1 (skips the
  * two kinds of check MPICH 4.0.2 ch4:ucx fails: a strided MPI_Rget's destination when its
  * request completes, which it does at once while an MPI_Get without a request goes on
