@@ -39,8 +39,14 @@
  * its puts or gets there touch, and overlap each other only with the same basic type (other
  * types may share an 8-byte word): MPI's default accumulate_ordering then makes them take effect in issue
  * order, which the model follows (each fetched value is the word at that point of the
- * sequence). Operands depend on (round, origin, target, operation, offset). In lock_all and
- * shared-lock rounds puts, gets and SUM accumulates are sometimes request-based (MPI_Rput,
+ * sequence). Operands depend on (round, origin, target, operation, offset). A quarter of the
+ * rounds give an origin's list one bad call too (bad_info: a put, get or accumulate whose
+ * second block ends past the window, a put to rank np or of count -1, a get of an uncommitted
+ * type, MPI_BXOR on MPI_DOUBLE, compare_and_swap on MPI_DOUBLE) at a target its epoch
+ * reaches, the window's error handler MPI_ERRORS_RETURN: it must return the standard's error
+ * class, write nothing (the window check) and leave the epoch and what it holds intact (not
+ * with RANDOM_EPOCHS_MPICH_UCX=1). In lock_all and lock rounds puts, gets and SUM
+ * accumulates are sometimes request-based (MPI_Rput,
  * MPI_Rget, MPI_Raccumulate), completed by MPI_Wait or an MPI_Test loop right away or by an
  * MPI_Waitall or MPI_Testall loop over a few of them later, before the epoch ends; an Rget's
  * or a fetching call's destination is checked right when its request completes, and in
@@ -102,14 +108,14 @@
 #define W       (64 * 1024) /* window bytes per rank */
 #define SCRATCH 4096        /* the end of each slice: get destinations in the owner's window */
 #define HALF    (SCRATCH / 2)
-#define MAXOPS  21 /* 20 and the neighbour's get */
+#define MAXOPS  22 /* 20, the neighbour's get and a bad call */
 #define MAXFAIL 5  /* mismatches printed per rank */
 #define MAXT    8  /* RANDOM_EPOCHS_THREADS */
 
 enum { M_FENCE, M_LOCK_ALL, M_LOCK, M_PSCW, M_N };
 static const char *mode_name[] = {"fence", "lock_all+flush_all", "lock (shared or exclusive)",
                                   "pscw"};
-enum { K_PUT, K_PUTV, K_GET, K_GETV, K_NBR, K_ACC, K_ACCV, K_GACC, K_FOP, K_CAS, K_N };
+enum { K_PUT, K_PUTV, K_GET, K_GETV, K_NBR, K_ACC, K_ACCV, K_GACC, K_FOP, K_CAS, K_BAD, K_N };
 static const char *kind_name[] = {"put",
                                   "strided put",
                                   "get",
@@ -119,7 +125,23 @@ static const char *kind_name[] = {"put",
                                   "strided accumulate",
                                   "get_accumulate",
                                   "fetch_and_op",
-                                  "compare_and_swap"};
+                                  "compare_and_swap",
+                                  "bad call"};
+/* bad calls (K_BAD): what is wrong, and the error class the standard gives it */
+enum { B_RANGE_PUT, B_RANGE_GET, B_RANGE_ACC, B_RANK, B_COUNT, B_TYPE, B_OP, B_CAS, B_N };
+static const struct {
+    const char *what;
+    int cls;
+} bad_info[B_N] = {
+    {"MPI_Put whose second block ends past the window", MPI_ERR_RMA_RANGE},
+    {"MPI_Get whose second block ends past the window", MPI_ERR_RMA_RANGE},
+    {"MPI_Accumulate whose second block ends past the window", MPI_ERR_RMA_RANGE},
+    {"MPI_Put to rank np", MPI_ERR_RANK},
+    {"MPI_Put of count -1", MPI_ERR_COUNT},
+    {"MPI_Get of an uncommitted datatype", MPI_ERR_TYPE},
+    {"MPI_Accumulate of MPI_BXOR on MPI_DOUBLE", MPI_ERR_OP},
+    {"MPI_Compare_and_swap on MPI_DOUBLE", MPI_ERR_TYPE},
+};
 enum { A_SUM, A_REPLACE, A_BXOR, A_NO_OP, A_MAX, A_MIN, A_BOR, A_PROD };
 static const char *aop_name[] = {"SUM", "REPLACE", "BXOR", "NO_OP", "MAX", "MIN", "BOR", "PROD"};
 /* accumulate element types: bytes, signed, floating point */
@@ -173,13 +195,15 @@ typedef struct op {
     uint64_t cmp;           /* ... the compare value */
     int req;                /* R_*: request-based (MPI_Rput, MPI_Rget, MPI_Raccumulate) */
     int direct;             /* a put or get on a shared window done by memcpy (stores or loads) */
+    int bad;                /* K_BAD: B_* */
 } op_t;
 
 static int me, np, S, P; /* P: the bytes of a slice that puts may write */
 static int mix = 1;      /* accumulates, requests and local flushes too */
 /* RANDOM_EPOCHS_MPICH_UCX=1: skip the checks MPICH 4.0.2 ch4:ucx fails (see the top) */
 static int mpich_ucx;
-static int shared;             /* RANDOM_EPOCHS_FLAVOR=shared */
+static int bad_calls; /* K_BAD calls among the operations (not on MPICH: its classes differ) */
+static int shared;    /* RANDOM_EPOCHS_FLAVOR=shared */
 static unsigned char **shbase; /* shared: each rank's window, from MPI_Win_shared_query */
 static uint64_t rng;
 static unsigned char *model; /* np windows of W bytes: what each must hold */
@@ -354,13 +378,13 @@ static int is_get(int kind)
 
 static int is_acc(int kind)
 {
-    return kind >= K_ACC;
+    return kind >= K_ACC && kind <= K_CAS;
 }
 
 /* get_accumulate, fetch_and_op, compare_and_swap: results at roff */
 static int fetches(int kind)
 {
-    return kind >= K_GACC;
+    return kind >= K_GACC && kind <= K_CAS;
 }
 
 static long extent(const op_t *p)
@@ -396,6 +420,10 @@ static const char *describe(const op_t *p)
     int n;
 
     n = snprintf(s, sizeof s, "%s", kind_name[p->kind]);
+    if (p->kind == K_BAD) {
+        snprintf(s + n, sizeof s - n, " (%s)", bad_info[p->bad].what);
+        return s;
+    }
     if (is_acc(p->kind) && p->kind != K_CAS)
         n += snprintf(s + n, sizeof s - n, " %s", aop_name[p->aop]);
     if (is_acc(p->kind))
@@ -616,6 +644,26 @@ static void gen_round(int round, int mode)
             list[at] = p;
             n++;
         }
+        /* now and then a bad call among them, at a target of the others (so that the epoch
+         * reaches it and only the named fault is wrong); it must change nothing */
+        if (bad_calls && n > 0 && rnd() % 4 == 0) {
+            int at = rnd() % (n + 1);
+            op_t p = {.kind = K_BAD, .target = list[rnd() % n].target, .bad = rnd() % B_N};
+            if (p.bad <= B_RANGE_ACC) { /* 64 bytes in the last slice's put bytes, 64 past W */
+                p.nblk = 2;
+                p.blk = 64;
+                p.toff = (long)(np - 1) * S + P - 64;
+                p.tstride = (int)(W - p.toff + 64);
+            } else {
+                p.nblk = 1;
+                p.blk = 8;
+                p.toff = (long)o * S;
+                p.tstride = 8;
+            }
+            memmove(&list[at + 1], &list[at], sizeof(op_t) * (n - at));
+            list[at] = p;
+            n++;
+        }
         nops[o] = n;
         split[o] = rnd() % (n + 1);
         one_at_a_time[o] = rnd() % 2;
@@ -634,7 +682,7 @@ static void gen_round(int round, int mode)
         if (mode == M_PSCW) {
             access_grp[o] = 0;
             for (int i = 0; i < n; i++)
-                access_grp[o] |= 1 << list[i].target;
+                access_grp[o] |= 1 << list[i].target; /* (a bad call's is another's) */
             for (int t = 0; t < np; t++)
                 if (t != o && rnd() % 4 == 0)
                     access_grp[o] |= 1 << t;
@@ -647,6 +695,8 @@ static void gen_round(int round, int mode)
         for (int i = 0; i < n; i++) {
             op_t *p = &list[i];
             unsigned char *tw = model + (long)p->target * W, *ow = model + (long)o * W;
+            if (p->kind == K_BAD)
+                continue;
             if (is_acc(p->kind)) {
                 model_acc(round, o, i, p);
                 continue;
@@ -675,6 +725,8 @@ static void fill(int round)
     for (int i = 0; i < nops[me]; i++) {
         op_t *p = &ops[me][i];
         unsigned char *tw = model + (long)p->target * W;
+        if (p->kind == K_BAD)
+            continue;
         if (is_acc(p->kind)) {
             int per = p->blk / p->esz;
             for (int b = 0; b < p->nblk; b++)
@@ -698,6 +750,66 @@ static void fill(int round)
                     is_get(p->kind) ? (unsigned char)~tw[toff] : val(round, me, p->target, toff);
             }
     }
+}
+
+/* A bad call's buffers: what it may read, and where a bad get would land (it must not) */
+static unsigned char bad_src[256], bad_dst[256];
+
+static unsigned char bad_byte(int i)
+{
+    return (unsigned char)(i * 7 + 3);
+}
+
+/* Makes bad call p (round `round`), which must fail with its error class and change nothing. */
+static void issue_bad(int round, const op_t *p)
+{
+    MPI_Aint d = tdisp(p->target, p->toff);
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    int rc = MPI_SUCCESS, cls = MPI_SUCCESS;
+
+    if (p->bad <= B_RANGE_ACC) {
+        MPI_Datatype el = p->bad == B_RANGE_ACC ? MPI_INT : MPI_BYTE;
+        int n = p->bad == B_RANGE_ACC ? p->blk / 4 : p->blk;
+        MPI_OK(MPI_Type_create_hvector(2, n, p->tstride, el, &t));
+        MPI_OK(MPI_Type_commit(&t));
+        if (p->bad == B_RANGE_PUT)
+            rc = MPI_Put(bad_src, 2 * n, el, p->target, d, 1, t, win);
+        else if (p->bad == B_RANGE_GET)
+            rc = MPI_Get(bad_dst, 2 * n, el, p->target, d, 1, t, win);
+        else
+            rc = MPI_Accumulate(bad_src, 2 * n, el, p->target, d, 1, t, MPI_SUM, win);
+    } else if (p->bad == B_TYPE) {
+        MPI_OK(MPI_Type_contiguous(2, MPI_INT, &t)); /* not committed */
+        rc = MPI_Get(bad_dst, 1, t, p->target, d, 1, t, win);
+    } else {
+        switch (p->bad) {
+        case B_RANK: rc = MPI_Put(bad_src, 8, MPI_BYTE, np, d, 8, MPI_BYTE, win); break;
+        case B_COUNT: rc = MPI_Put(bad_src, -1, MPI_BYTE, p->target, d, -1, MPI_BYTE, win); break;
+        case B_OP:
+            rc = MPI_Accumulate(bad_src, 1, MPI_DOUBLE, p->target, d, 1, MPI_DOUBLE, MPI_BXOR, win);
+            break;
+        default:
+            rc = MPI_Compare_and_swap(bad_src, bad_src + 8, bad_dst, MPI_DOUBLE, p->target, d, win);
+        }
+    }
+    if (t != MPI_DATATYPE_NULL)
+        MPI_OK(MPI_Type_free(&t));
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    CHECK(cls == bad_info[p->bad].cls, "round %d: %s at rank %d returned error class %d, want %d",
+          round, bad_info[p->bad].what, p->target, cls, bad_info[p->bad].cls);
+}
+
+/* After the round: no bad call wrote where a get's data would have gone. */
+static void check_bad_dst(int round)
+{
+    for (int i = 0; i < (int)sizeof(bad_dst); i++)
+        if (bad_dst[i] != bad_byte(i)) {
+            CHECK(0, "round %d: byte %d of a bad call's destination changed to 0x%02x", round, i,
+                  bad_dst[i]);
+            return;
+        }
+    CHECK(1, "bad");
 }
 
 /* Issues op p; a request-based one's request in *rq. */
@@ -912,7 +1024,10 @@ static void run_op(worker_t *w, int round, int mode, int i)
     MPI_Request rq = MPI_REQUEST_NULL;
     int flag = 0, rc;
 
-    issue(p, &rq);
+    if (p->kind == K_BAD)
+        issue_bad(round, p);
+    else
+        issue(p, &rq);
     __atomic_add_fetch(&issued[p->kind], 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&issued_req, p->req != R_NONE, __ATOMIC_RELAXED);
     __atomic_add_fetch(&issued_direct, p->direct, __ATOMIC_RELAXED);
@@ -986,6 +1101,9 @@ static int dependent(const op_t *a, const op_t *b)
 {
     int sa[4], sb[4], na, nb;
     long la[4], ha[4], lb[4], hb[4];
+
+    if (a->kind == K_BAD || b->kind == K_BAD) /* it touches nothing of theirs */
+        return 0;
 
     na = spans(a, sa, la, ha);
     nb = spans(b, sb, lb, hb);
@@ -1309,6 +1427,9 @@ int main(int argc, char **argv)
     }
     mix = rt_env_int("RANDOM_EPOCHS_MIX", 1) != 0;
     mpich_ucx = rt_env_int("RANDOM_EPOCHS_MPICH_UCX", 0) != 0;
+    bad_calls = mix && !mpich_ucx;
+    for (int i = 0; i < (int)sizeof(bad_src); i++)
+        bad_src[i] = bad_dst[i] = bad_byte(i);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     S = (W / np) & ~7;
     P = S - SCRATCH;
@@ -1338,6 +1459,8 @@ int main(int argc, char **argv)
     }
     win = w.win;
     mem = w.mem;
+    if (bad_calls)
+        MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     if (shared) {
         shbase = calloc(np, sizeof(*shbase));
         for (int t = 0; t < np; t++) {
@@ -1449,6 +1572,7 @@ int main(int argc, char **argv)
         /* (a threaded round checks them all: its threads' flush points are their own) */
         check_gets(r, mode, mode == M_LOCK_ALL && nthreads == 1 ? split[me] : 0, n, C_EPOCH);
         check_window(r, mode);
+        check_bad_dst(r);
         if (mode == M_LOCK_ALL || mode == M_LOCK)
             MPI_OK(MPI_Win_unlock(me, win));
         /* no one starts the next round before every rank checked its window */
@@ -1466,6 +1590,10 @@ int main(int argc, char **argv)
                issued[K_GET] + issued[K_GETV] + issued[K_NBR], issued[K_GETV], issued[K_NBR],
                issued[K_ACC] + issued[K_ACCV], issued[K_ACCV], issued[K_GACC], issued[K_FOP],
                issued[K_CAS], issued_req, issued_direct, issued_flocal);
+    if (me == 0 && bad_calls)
+        printf("random_epochs: rank 0 made %ld bad calls (each must fail with its error class and "
+               "change nothing)\n",
+               issued[K_BAD]);
     if (me == 0 && flavor == RT_DYNAMIC)
         printf("random_epochs: rank 0 moved its memory in the dynamic window %ld times\n",
                issued_moves);
