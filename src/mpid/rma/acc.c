@@ -944,9 +944,31 @@ static int stripe_hold(acc_op_t *a, stripe_set_t *set)
     return 0;
 }
 
-/* Types without a CPU-atomic kernel (long double, complex, pairs, MPI_LOGICAL): the whole
- * operation through a packed copy of the target, stripes held. 0, -errno, or 1 when
- * MPI_Reduce_local failed. */
+/* upd = old op upd on a packed copy: by our own kernel where there is one for the kind and
+ * op, as on every other path (MPICH 4.0.2's MPI_Reduce_local compares unsigned types as
+ * signed in MPI_MAX and MPI_MIN, pmodels/mpich#6083; every predefined op commutes, and a
+ * kernel refuses an op it lacks before it writes: MPI_LXOR on floats, which MPICH computes),
+ * else by MPI_Reduce_local in int counts. 0, or 1 when MPI_Reduce_local failed. */
+static int packed_combine(acc_op_t *a, const char *old, char *upd)
+{
+    int (*kernel)(int, void *, const char *, size_t) = plain_kernel(a->akind);
+    MPI_Aint done = 0, ext = a->bd->extent;
+
+    if (kernel != NULL && kernel(a->op, upd, old, (size_t)a->nelem) == 0)
+        return 0;
+    while (done < a->nelem) {
+        int n = a->nelem - done > INT_MAX / 2 ? INT_MAX / 2 : (int)(a->nelem - done);
+        if (PMPI_Reduce_local(old + done * ext, upd + done * ext, n, a->basic, a->op_handle) !=
+            MPI_SUCCESS)
+            return 1;
+        done += n;
+    }
+    return 0;
+}
+
+/* The whole operation through a packed copy of the target, stripes held: types without a
+ * CPU-atomic kernel (long double, complex, pairs, MPI_LOGICAL), and spans that take no CPU
+ * atomic (memory reached by CMA). 0, -errno, or 1 when MPI_Reduce_local failed. */
 static int acc_packed(acc_op_t *a)
 {
     size_t bytes = (size_t)a->nelem * (size_t)a->bd->extent;
@@ -970,21 +992,8 @@ static int acc_packed(acc_op_t *a)
     rc = acc_move(a, old, 0);
     if (rc == 0 && a->kind == RMA_CAS) {
         same = memcmp(old, a->compare, a->esize) == 0;
-    } else if (rc == 0 && write && a->op != RMA_OP_REPLACE && plain_kernel(a->akind) != NULL) {
-        /* upd = upd op old by our own kernel, as on every other path: MPICH 4.0.2's
-         * MPI_Reduce_local compares unsigned types as signed in MPI_MAX and MPI_MIN
-         * (pmodels/mpich#6083); every predefined op commutes */
-        rc = plain_kernel(a->akind)(a->op, upd, old, (size_t)a->nelem) != 0;
     } else if (rc == 0 && write && a->op != RMA_OP_REPLACE) {
-        /* upd = old op upd, chunked to int counts */
-        MPI_Aint done = 0, ext = a->bd->extent;
-        while (done < a->nelem && rc == 0) {
-            int n = a->nelem - done > INT_MAX / 2 ? INT_MAX / 2 : (int)(a->nelem - done);
-            if (PMPI_Reduce_local(old + done * ext, upd + done * ext, n, a->basic, a->op_handle) !=
-                MPI_SUCCESS)
-                rc = 1;
-            done += n;
-        }
+        rc = packed_combine(a, old, upd);
     }
     if (rc == 0 && write && same)
         rc = acc_move(a, upd, 1);
