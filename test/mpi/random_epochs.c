@@ -5,10 +5,13 @@
  * only one to write it anywhere, so the results do not depend on the order in which the
  * ranks' operations land. Each round a PRNG seeded alike on every rank (so each rank knows
  * every rank's operations) picks the synchronization mode:
- *  - fence (the assertions NOPRECEDE/NOSUCCEED where they hold, at random);
- *  - lock_all, MPI_Win_flush_all after a random prefix of the operations, unlock_all;
+ *  - fence (the assertions NOPRECEDE/NOSUCCEED where they hold, at random; in half the
+ *    rounds NOPUT and NOSTORE too where they hold: fence_assert);
+ *  - lock_all (in half the rounds with MPI_MODE_NOCHECK), MPI_Win_flush_all after a random
+ *    prefix of the operations, unlock_all;
  *  - MPI_Win_lock on each target, shared or exclusive at random (all held at once, taken in
- *    ascending rank order everywhere, or one at a time);
+ *    ascending rank order everywhere, or one at a time); in half the rounds with
+ *    MPI_MODE_NOCHECK where it holds (lock_assert);
  *  - PSCW: an origin's access group holds the targets of its operations and, at random, other
  *    ranks; a target exposes its window to the origins whose group holds it. An empty group
  *    is MPI_GROUP_EMPTY or no call at all; at random every post and start carry
@@ -46,7 +49,7 @@
  * reaches, the window's error handler MPI_ERRORS_RETURN: it must return the standard's error
  * class, write nothing (the window check) and leave the epoch and what it holds intact (not
  * with RANDOM_EPOCHS_MPICH_UCX=1). In lock_all and lock rounds puts, gets and SUM
- * accumulates are sometimes request-based (MPI_Rput,
+ * accumulates and get_accumulates are sometimes request-based (MPI_Rput, MPI_Rget_accumulate,
  * MPI_Rget, MPI_Raccumulate), completed by MPI_Wait or an MPI_Test loop right away or by an
  * MPI_Waitall or MPI_Testall loop over a few of them later, before the epoch ends; an Rget's
  * or a fetching call's destination is checked right when its request completes, and in
@@ -67,7 +70,8 @@
  * target came after the get: the put's ucp_put_nbi completed at once and marked the target
  * as needing a remote flush only, over the get's mark, so the local flush waited for nothing;
  * and it uses SUM where MAX or MIN on an unsigned type was drawn, which MPICH 4.0.2 computes
- * as signed, pmodels/mpich#6083).
+ * as signed, pmodels/mpich#6083; and it gives MPI_Win_lock no MPI_MODE_NOCHECK, after which
+ * MPICH grants no exclusive lock: lock_assert).
  * RANDOM_EPOCHS_THREADS=T (1-8, default 1: the above, unchanged for a seed) asks for
  * MPI_THREAD_MULTIPLE (fails without it) and has the lock_all rounds and the shared-lock rounds
  * that hold all their locks at once issue each rank's operations from T pthreads at once: the
@@ -229,6 +233,8 @@ static int group[64], testall[64], flocal[64], flocal_at[64], flocal_t[64];
  * every rank's post and start with MPI_MODE_NOCHECK (an MPI_Barrier between them); o's post
  * with MPI_MODE_NOPUT when no put or accumulate comes to it */
 static int excl[64], access_grp[64], empty_call[64], win_test[64], nocheck, noput[64];
+/* the assertions that hold, given where they hold (fence_assert, lock_assert): */
+static int hints;
 static long issued[K_N], issued_req, issued_flocal, issued_direct, issued_moves; /* this rank's */
 static int nthreads = 1; /* RANDOM_EPOCHS_THREADS */
 /* threaded rounds of this rank, the groups and threads its operations went to there, and the
@@ -585,8 +591,7 @@ static int gen_op(int round, int o, int mode, op_t *list, int n, long *priv_used
         }
         /* request-based operations are for passive-target epochs */
         if (mix && (mode == M_LOCK_ALL || mode == M_LOCK) &&
-            (!is_acc(kind) || ((kind == K_ACC || kind == K_ACCV) && p.aop == A_SUM)) &&
-            rnd() % 3 == 0)
+            (!is_acc(kind) || kind == K_ACC || kind == K_ACCV || kind == K_GACC) && rnd() % 3 == 0)
             p.req = 1 + rnd() % 3;
         /* loads and stores are synchronized here by the passive-target epochs' MPI_Win_sync */
         if (shared && (mode == M_LOCK_ALL || mode == M_LOCK) && !is_acc(kind) && !p.req &&
@@ -712,6 +717,7 @@ static void gen_round(int round, int mode)
         }
     }
     nocheck = mode == M_PSCW && rnd() % 3 == 0;
+    hints = mode != M_PSCW && rnd() % 2;
 }
 
 /* The origin-side byte of op p's block b, byte j. */
@@ -869,8 +875,12 @@ static void issue(const op_t *p, MPI_Request *rq)
                                   mpi_op(p->aop), win));
         break;
     case K_GACC:
-        MPI_OK(MPI_Get_accumulate(ob, oc, bt, rb, oc, bt, p->target, tdisp(p->target, p->toff), tc,
-                                  bt, mpi_op(p->aop), win));
+        if (p->req)
+            MPI_OK(MPI_Rget_accumulate(ob, oc, bt, rb, oc, bt, p->target, tdisp(p->target, p->toff),
+                                       tc, bt, mpi_op(p->aop), win, rq));
+        else
+            MPI_OK(MPI_Get_accumulate(ob, oc, bt, rb, oc, bt, p->target, tdisp(p->target, p->toff),
+                                      tc, bt, mpi_op(p->aop), win));
         break;
     case K_FOP:
         MPI_OK(MPI_Fetch_and_op(ob, rb, bt, p->target, tdisp(p->target, p->toff), mpi_op(p->aop),
@@ -1309,6 +1319,51 @@ static void pscw(MPI_Group *world, int round)
         MPI_OK(MPI_Group_free(&out));
 }
 
+/* A fence round's assertions beyond NOPRECEDE/NOSUCCEED, in a round with hints: NOPUT where
+ * no put or accumulate (or bad call) comes to this rank in the epoch the fence opens, NOSTORE
+ * where its window took no store or get of its own since the last synchronization (fill
+ * poisons the destinations of gets into its own window). fence k: 0 opens the round's
+ * operations, 1 the epoch of the neighbour's scratch (gets alone), 2 closes the round. */
+static int fence_assert(int k)
+{
+    int put_in = 0, own_gets = 0;
+
+    if (!hints)
+        return 0;
+    for (int o = 0; o < np; o++)
+        for (int i = 0; i < nops[o]; i++)
+            put_in |= ops[o][i].target == me && !is_get(ops[o][i].kind);
+    for (int i = 0; i < nops[me]; i++)
+        own_gets |= ops[me][i].scratch;
+    switch (k) {
+    case 0: return (put_in ? 0 : MPI_MODE_NOPUT) | (own_gets ? 0 : MPI_MODE_NOSTORE);
+    case 1: return MPI_MODE_NOPUT | (own_gets ? 0 : MPI_MODE_NOSTORE);
+    default: return MPI_MODE_NOPUT | MPI_MODE_NOSTORE;
+    }
+}
+
+/* MPI_MODE_NOCHECK on this rank's lock of t (type `type`) in a lock round with hints, where
+ * it holds: no other origin locks t exclusively, or at all for an exclusive lock. Not on
+ * MPICH 4.0.2 (RANDOM_EPOCHS_MPICH_UCX=1): once another rank has held a shared NOCHECK lock
+ * on t and released it, it never grants an exclusive lock on t again (three ranks: 1 locks 0
+ * shared with NOCHECK, puts, unlocks; after a barrier 1 and 2 wait in MPI_Win_lock(EXCLUSIVE,
+ * 0) forever; librma grants them). */
+static int lock_assert(int t, int type)
+{
+    if (!hints || mpich_ucx)
+        return 0;
+    for (int o = 0; o < np; o++) {
+        int locks = 0;
+        if (o == me)
+            continue;
+        for (int i = 0; i < nops[o]; i++)
+            locks |= ops[o][i].target == t;
+        if (locks && (type == MPI_LOCK_EXCLUSIVE || (excl[o] >> t & 1)))
+            return 0;
+    }
+    return MPI_MODE_NOCHECK;
+}
+
 /* A dynamic window between rounds: each rank at random moves its memory to a new block
  * (attach it, detach the old one); every rank learns the new addresses. The old block stays
  * allocated, poisoned, until the next move, and must stay poisoned: a peer that wrote there
@@ -1494,16 +1549,17 @@ int main(int argc, char **argv)
         fill(r);
         switch (mode) {
         case M_FENCE:
-            MPI_OK(MPI_Win_fence(open_assert, win));
+            MPI_OK(MPI_Win_fence(open_assert | fence_assert(0), win));
             for (int i = 0; i < n; i++)
                 run_op(&main_worker, r, mode, i);
-            MPI_OK(MPI_Win_fence(0, win));
+            MPI_OK(MPI_Win_fence(fence_assert(1), win));
             peek_scratch(r);
-            MPI_OK(MPI_Win_fence(close_assert, win));
+            MPI_OK(MPI_Win_fence(close_assert | fence_assert(2), win));
             check_peek(r);
             break;
         case M_LOCK_ALL:
-            MPI_OK(MPI_Win_lock_all(0, win));
+            /* no lock conflicts with a lock_all round's: MPI_MODE_NOCHECK holds */
+            MPI_OK(MPI_Win_lock_all(hints ? MPI_MODE_NOCHECK : 0, win));
             if (nthreads > 1) {
                 run_threads(&lr, r, mode);
                 sync_stores();
@@ -1532,8 +1588,8 @@ int main(int argc, char **argv)
                 if (!any)
                     continue;
                 /* in ascending order everywhere: exclusive locks held at once cannot deadlock */
-                MPI_OK(MPI_Win_lock(excl[me] >> t & 1 ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, t, 0,
-                                    win));
+                int type = excl[me] >> t & 1 ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED;
+                MPI_OK(MPI_Win_lock(type, t, lock_assert(t, type), win));
                 for (int i = 0; i < n; i++)
                     if (one_at_a_time[me] && list[i].target == t)
                         run_op(&main_worker, r, mode, i);
