@@ -1260,6 +1260,34 @@ static void sync_stores(void)
         }
 }
 
+/* 1 when one of origin o's operations of the round goes to t */
+static int reaches(int o, int t)
+{
+    for (int i = 0; i < nops[o]; i++)
+        if (ops[o][i].target == t)
+            return 1;
+    return 0;
+}
+
+/* 1 when a put or an accumulate (or a bad call) of the round comes to this rank */
+static int puts_in(void)
+{
+    for (int o = 0; o < np; o++)
+        for (int i = 0; i < nops[o]; i++)
+            if (ops[o][i].target == me && !is_get(ops[o][i].kind))
+                return 1;
+    return 0;
+}
+
+/* Every rank's window start in base[], from its attached memory p (dynamic windows) */
+static void publish_base(void *p)
+{
+    MPI_Aint mine;
+
+    MPI_Get_address(p, &mine);
+    MPI_Allgather(&mine, 1, MPI_AINT, base, 1, MPI_AINT, MPI_COMM_WORLD);
+}
+
 /* The group of the ranks whose bit is set in `bits`, in *g (MPI_GROUP_EMPTY when none);
  * returns how many. */
 static int group_of(MPI_Group *world, int bits, MPI_Group *g)
@@ -1280,16 +1308,12 @@ static int group_of(MPI_Group *world, int bits, MPI_Group *g)
 static void pscw(MPI_Group *world, int round)
 {
     MPI_Group in, out;
-    int from = 0, put_in = 0, post_assert = nocheck ? MPI_MODE_NOCHECK : 0, nin, nout, flag = 0;
-    int rc;
+    int from = 0, post_assert = nocheck ? MPI_MODE_NOCHECK : 0, nin, nout, flag = 0, rc;
 
     for (int o = 0; o < np; o++)
-        if (access_grp[o] >> me & 1) {
+        if (access_grp[o] >> me & 1)
             from |= 1 << o;
-            for (int i = 0; i < nops[o]; i++)
-                put_in |= ops[o][i].target == me && !is_get(ops[o][i].kind);
-        }
-    if (noput[me] && !put_in)
+    if (noput[me] && !puts_in()) /* (what comes in comes from those origins) */
         post_assert |= MPI_MODE_NOPUT;
     nin = group_of(world, from, &in);
     nout = group_of(world, access_grp[me], &out);
@@ -1326,13 +1350,11 @@ static void pscw(MPI_Group *world, int round)
  * operations, 1 the epoch of the neighbour's scratch (gets alone), 2 closes the round. */
 static int fence_assert(int k)
 {
-    int put_in = 0, own_gets = 0;
+    int put_in, own_gets = 0;
 
     if (!hints)
         return 0;
-    for (int o = 0; o < np; o++)
-        for (int i = 0; i < nops[o]; i++)
-            put_in |= ops[o][i].target == me && !is_get(ops[o][i].kind);
+    put_in = puts_in();
     for (int i = 0; i < nops[me]; i++)
         own_gets |= ops[me][i].scratch;
     switch (k) {
@@ -1352,15 +1374,9 @@ static int lock_assert(int t, int type)
 {
     if (!hints || mpich_ucx)
         return 0;
-    for (int o = 0; o < np; o++) {
-        int locks = 0;
-        if (o == me)
-            continue;
-        for (int i = 0; i < nops[o]; i++)
-            locks |= ops[o][i].target == t;
-        if (locks && (type == MPI_LOCK_EXCLUSIVE || (excl[o] >> t & 1)))
+    for (int o = 0; o < np; o++)
+        if (o != me && reaches(o, t) && (type == MPI_LOCK_EXCLUSIVE || (excl[o] >> t & 1)))
             return 0;
-    }
     return MPI_MODE_NOCHECK;
 }
 
@@ -1388,7 +1404,6 @@ static void check_old_mem(int round)
 static void reattach(int round)
 {
     int move[64];
-    MPI_Aint mine;
 
     for (int t = 0; t < np; t++)
         move[t] = rnd() % 2;
@@ -1405,8 +1420,7 @@ static void reattach(int round)
         old_mem = mem;
         mem = nm;
     }
-    MPI_Get_address(mem, &mine);
-    MPI_Allgather(&mine, 1, MPI_AINT, base, 1, MPI_AINT, MPI_COMM_WORLD);
+    publish_base(mem);
     issued_moves += move[me];
 }
 
@@ -1502,13 +1516,11 @@ int main(int argc, char **argv)
     pexp = calloc(MAXOPS, W);
     base = calloc(np, sizeof(*base));
     if (flavor == RT_DYNAMIC) { /* every rank attaches its own memory */
-        MPI_Aint mine;
         w.flavor = flavor;
         w.mem = calloc(1, W);
         MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w.win));
         MPI_OK(MPI_Win_attach(w.win, w.mem, W));
-        MPI_Get_address(w.mem, &mine);
-        MPI_Allgather(&mine, 1, MPI_AINT, base, 1, MPI_AINT, MPI_COMM_WORLD);
+        publish_base(w.mem);
     } else {
         rt_win_open(&w, flavor, W, 1);
     }
@@ -1582,10 +1594,7 @@ int main(int argc, char **argv)
             break;
         case M_LOCK:
             for (int t = 0; t < np; t++) {
-                int any = 0;
-                for (int i = 0; i < n; i++)
-                    any |= list[i].target == t;
-                if (!any)
+                if (!reaches(me, t))
                     continue;
                 /* in ascending order everywhere: exclusive locks held at once cannot deadlock */
                 int type = excl[me] >> t & 1 ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED;
@@ -1608,13 +1617,9 @@ int main(int argc, char **argv)
                     complete_pending(&main_worker, r, mode);
                 }
                 sync_stores();
-                for (int t = np - 1; t >= 0; t--) {
-                    int any = 0;
-                    for (int i = 0; i < n; i++)
-                        any |= list[i].target == t;
-                    if (any)
+                for (int t = np - 1; t >= 0; t--)
+                    if (reaches(me, t))
                         MPI_OK(MPI_Win_unlock(t, win));
-                }
             }
             break;
         default: pscw(&world, r); break;
