@@ -4,6 +4,7 @@
 #include <limits.h>
 
 #include "binding/binding.h"
+#include "mpid/rma/rma.h"
 #include "sync/sync.h"
 
 int rma_attr_delete_all(rma_win_t *win); /* win_attr.c */
@@ -138,17 +139,32 @@ int MPI_Win_free(MPI_Win *handle)
     return MPI_SUCCESS;
 }
 
+/* The segment of `rank` as this process can load and store it: MPI-4.1 12.2.3 lets any
+ * window but a dynamic one be queried, and gives size 0 and NULL for memory that cannot be
+ * reached directly (off node, RMA_NETMOD_ONLY, or create memory not moved yet). */
+static void segment_of(rma_win_t *win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void **base)
+{
+    rma_target_t *tg = &win->targets[rank];
+    char *p = NULL;
+
+    if (win->flavor == MPI_WIN_FLAVOR_CREATE && tg->local && tg->map_local == NULL)
+        rma_expose_refresh(win, rank); /* its owner may have moved it since */
+    if (tg->size > 0)
+        p = rma_direct_addr(tg, 0, (size_t)tg->size); /* the hot path's own test */
+    *size = p != NULL ? tg->size : 0;
+    *disp_unit = tg->disp_unit;
+    *base = p;
+}
+
 static int shared_query(MPI_Win handle, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
                         void *baseptr, const char *func)
 {
     rma_win_t *win;
-    rma_target_t *tg;
 
     RMA_WIN_GET(win, handle, func);
-    if (win->flavor != MPI_WIN_FLAVOR_SHARED && win->flavor != MPI_WIN_FLAVOR_ALLOCATE)
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
         return rma_err(win, func, MPI_ERR_RMA_FLAVOR,
-                       "the window's memory is not shared "
-                       "(created with MPI_Win_create or MPI_Win_create_dynamic)");
+                       "a window made by MPI_Win_create_dynamic has no segment to query");
     if (size == NULL || disp_unit == NULL || baseptr == NULL)
         return rma_err(win, func, MPI_ERR_ARG, "an output argument is NULL");
     if (rank == MPI_PROC_NULL) {
@@ -165,10 +181,7 @@ static int shared_query(MPI_Win handle, int rank, MPI_Aint *size, MPI_Aint *disp
         return rma_err(win, func, MPI_ERR_RANK, "rank %d is not in the window's group of %d", rank,
                        win->nranks);
     }
-    tg = &win->targets[rank];
-    *size = tg->size;
-    *disp_unit = tg->disp_unit;
-    *(void **)baseptr = tg->size > 0 ? tg->map_local : NULL; /* MPICH, and MPI-4 12.2.3 */
+    segment_of(win, rank, size, disp_unit, (void **)baseptr);
     return MPI_SUCCESS;
 }
 

@@ -2,8 +2,9 @@
  * shared - MPI_Win_allocate_shared: contiguous layout (the base of rank i is the base of
  * rank 0 plus the sizes of ranks 0..i-1, in every process's view), alloc_shared_noncontig,
  * MPI_Win_shared_query (incl. MPI_PROC_NULL, ranks of size 0, bad ranks, the _c form),
- * direct load/store between ranks ordered by MPI_Win_sync + barrier, shared_query on an
- * MPI_Win_allocate window, and MPI_ERR_RMA_FLAVOR for create and dynamic windows.
+ * direct load/store between ranks ordered by MPI_Win_sync + barrier; MPI-4.1's shared_query
+ * on MPI_Win_allocate and MPI_Win_create windows (loads and stores through what it gives),
+ * and MPI_ERR_RMA_FLAVOR for dynamic windows.
  * The shared windows are made on the ranks of this node (MPI_COMM_TYPE_SHARED), as the
  * standard asks, so the test runs in every topology; the other flavors span MPI_COMM_WORLD.
  */
@@ -104,48 +105,86 @@ static void layout(int noncontig)
                what, nnp);
 }
 
+/* MPI-4.1 12.2.3 on a window that is not a shared-memory window: the caller's own segment
+ * is its base and size; a peer's is either size 0 and NULL, or a pointer through which the
+ * owner's stores are loaded and our stores reach the owner (a lock_all epoch, MPI_Win_sync
+ * and barriers, as for shared windows). `must_map`: a same-node peer must be mapped. */
+static void query_peers(MPI_Win win, int *mem, MPI_Aint bytes, int du_want, int must_map,
+                        const char *what)
+{
+    int right = (rank + 1) % nprocs, left = (rank + nprocs - 1) % nprocs, du = -1;
+    MPI_Aint sz = -1;
+    int *b = (int *)&sz; /* anything but NULL */
+
+    for (int i = 0; i < bytes / (int)sizeof(int); i++)
+        mem[i] = rank * 100 + i;
+    MPI_OK(MPI_Win_lock_all(0, win));
+    MPI_OK(MPI_Win_sync(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_OK(MPI_Win_shared_query(win, rank, &sz, &du, &b));
+    CHECK(sz == bytes && du == du_want && b == mem, "%s: query(self) gave %ld %d %p, want %ld %d %p",
+          what, (long)sz, du, (void *)b, (long)bytes, du_want, (void *)mem);
+    MPI_OK(MPI_Win_shared_query(win, right, &sz, &du, &b));
+    int mapped = rt_same_node(right) && !rt_netmod_only();
+    CHECK(du == du_want, "%s: query(%d) disp_unit %d", what, right, du);
+    CHECK((sz == 0 && b == NULL) || (mapped && sz == bytes && b != NULL),
+          "%s: query(%d) gave %ld %p (%s)", what, right, (long)sz, (void *)b,
+          mapped ? "same node" : "not reachable by load/store");
+    CHECK(!(must_map && mapped) || b != NULL, "%s: same-node rank %d's memory is not mapped",
+          what, right);
+    if (b != NULL) {
+        CHECK(b[5] == right * 100 + 5, "%s: load through the queried pointer: %d", what, b[5]);
+        b[6] = -rank - 1; /* into the right neighbour's memory */
+    }
+    int stored = b != NULL, left_stored;
+    MPI_OK(MPI_Win_sync(win));
+    MPI_Sendrecv(&stored, 1, MPI_INT, right, 0, &left_stored, 1, MPI_INT, left, 0, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    MPI_OK(MPI_Win_sync(win));
+    CHECK(mem[6] == (left_stored ? -left - 1 : rank * 100 + 6),
+          "%s: slot 6 = %d after rank %d's %s", what, mem[6], left,
+          left_stored ? "store through its queried pointer" : "query that mapped nothing");
+    MPI_OK(MPI_Win_unlock_all(win));
+    /* MPI_PROC_NULL: the lowest rank with memory, rank 0, as it can be reached here */
+    MPI_OK(MPI_Win_shared_query(win, MPI_PROC_NULL, &sz, &du, &b));
+    CHECK((sz == 0 && b == NULL) || (sz == bytes && b != NULL &&
+                                     (rank == 0 ? b == mem : b[5] == 5)),
+          "%s: query(MPI_PROC_NULL) gave %ld %p", what, (long)sz, (void *)b);
+    CHECK(rank != 0 || b == mem, "%s: query(MPI_PROC_NULL) at rank 0 is not its own memory", what);
+    MPI_ERRCLASS(MPI_Win_shared_query(win, nprocs, &sz, &du, &b), MPI_ERR_RANK);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void other_flavors(void)
 {
     MPI_Win win;
     MPI_Aint sz;
-    int du, buf[4], *mem;
+    int du, buf[16], *mem;
     void *b;
 
-    /* MPI_Win_allocate: shared_query gives either nothing or usable memory */
+    /* MPI_Win_allocate: every same-node peer is mapped (the memory lives in the node's
+     * control segment), an off-node one is not */
     MPI_OK(MPI_Win_allocate(64, 4, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
     MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-    for (int i = 0; i < 16; i++)
-        mem[i] = rank * 100 + i;
-    MPI_Barrier(MPI_COMM_WORLD);
-    {
-        int right = (rank + 1) % nprocs, rc;
-        b = NULL;
-        sz = -1;
-        rc = MPI_Win_shared_query(win, right, &sz, &du, &b);
-        CHECK(rc == MPI_SUCCESS, "shared_query on an allocate window failed: %d", rc);
-        /* an off-node rank's memory (or every peer's with RMA_NETMOD_ONLY=1) cannot be
-         * loaded and stored here: its base is NULL */
-        int mapped = rt_same_node(right) && !rt_netmod_only();
-        CHECK(sz == 0 || (sz == 64 && du == 4 && (mapped ? b != NULL : b == NULL)),
-              "allocate: query gave %ld %d %p", (long)sz, du, b);
-        if (rc == MPI_SUCCESS && sz == 64 && b != NULL)
-            CHECK(((int *)b)[5] == right * 100 + 5, "allocate: load through the queried "
-                  "pointer: %d", ((int *)b)[5]);
-        MPI_OK(MPI_Win_shared_query(win, rank, &sz, &du, &b));
-        CHECK(sz == 64 && b == mem, "allocate: query(self) %ld %p/%p", (long)sz, b,
-              (void *)mem);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    query_peers(win, mem, 64, 4, 1, "allocate");
     MPI_OK(MPI_Win_free(&win));
-    /* create and dynamic: MPI_ERR_RMA_FLAVOR */
+    /* MPI_Win_create on MPI_Alloc_mem memory: shared already, so mapped by same-node peers */
+    MPI_OK(MPI_Alloc_mem(64, MPI_INFO_NULL, &mem));
+    MPI_OK(MPI_Win_create(mem, 64, 2, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    query_peers(win, mem, 64, 2, 1, "create (MPI_Alloc_mem)");
+    MPI_OK(MPI_Win_free(&win));
+    MPI_OK(MPI_Free_mem(mem));
+    /* MPI_Win_create on the stack: reached with CMA until its owner moves it */
     MPI_OK(MPI_Win_create(buf, sizeof(buf), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-    MPI_ERRCLASS(MPI_Win_shared_query(win, 0, &sz, &du, &b), MPI_ERR_RMA_FLAVOR);
-    MPI_ERRCLASS(MPI_Win_shared_query(win, MPI_PROC_NULL, &sz, &du, &b), MPI_ERR_RMA_FLAVOR);
+    query_peers(win, buf, sizeof(buf), 1, 0, "create (stack)");
     MPI_OK(MPI_Win_free(&win));
+    /* dynamic: no segment to query */
     MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     MPI_ERRCLASS(MPI_Win_shared_query(win, 0, &sz, &du, &b), MPI_ERR_RMA_FLAVOR);
+    MPI_ERRCLASS(MPI_Win_shared_query(win, MPI_PROC_NULL, &sz, &du, &b), MPI_ERR_RMA_FLAVOR);
     MPI_OK(MPI_Win_free(&win));
     /* large-count allocation form */
     {
@@ -157,7 +196,7 @@ static void other_flavors(void)
         MPI_OK(MPI_Win_free(&win));
     }
     if (rank == 0)
-        printf("shared_query on allocate, create, dynamic checked\n");
+        printf("shared_query on allocate, create (Alloc_mem and stack), dynamic checked\n");
 }
 
 int main(int argc, char **argv)
