@@ -157,6 +157,11 @@ static void build_cases(void)
         t = keep((MPI_Type_create_hindexed(2, bl, dp, MPI_INT, &t), t));
         add("hindexed-negdisp", t, 4, t, 4, 32);
         add("int-hindexed-negdisp", MPI_INT, 12, t, 4, 16);
+        int bl1 = 3;
+        MPI_Aint dp1 = -24; /* every byte below the type's origin: its upper bound is < 0 */
+        t = keep((MPI_Type_create_hindexed(1, &bl1, &dp1, MPI_INT, &t), t));
+        add("hindexed-all-below", t, 1, t, 1, 64);
+        add("int-hindexed-all-below", MPI_INT, 3, t, 1, 40);
     }
     {
         MPI_Type_vector(4, 1, 3, MPI_DOUBLE, &t2); /* not committed, freed by dup chain */

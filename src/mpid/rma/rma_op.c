@@ -5,7 +5,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -220,7 +219,7 @@ static void span_map(const rma_win_t *win, rma_tspan_t *out, uintptr_t base, siz
 int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_t *td,
                        MPI_Aint tcount, rma_tspan_t *out, const char *func)
 {
-    MPI_Aint lo, hi, off;
+    MPI_Aint lo, hi, off, end;
     rma_target_t *tg;
 
     memset(out, 0, offsetof(rma_tspan_t, map_buf));
@@ -251,8 +250,9 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
         return resolve_dynamic(win, trank, (uintptr_t)(tdisp + lo), (uintptr_t)(tdisp + hi), out,
                                func);
     }
-    if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) || off + lo < 0 ||
-        off > LONG_MAX - hi || off + hi > tg->size)
+    /* lo <= hi, and both may be negative: a type whose bytes all lie below its origin */
+    if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) ||
+        __builtin_add_overflow(off, hi, &end) || off + lo < 0 || end > tg->size)
         return rma_err(win, func, MPI_ERR_RMA_RANGE,
                        "target displacement %ld (disp_unit %d) with datatype bytes [%ld, %ld) "
                        "lies outside the %ld-byte window of rank %d",
