@@ -22,6 +22,12 @@
  * blocks of 8-1024 bytes, stride twice the block), or a contiguous or strided MPI_Get of
  * bytes the origin does not put in the round, into a private buffer or into the last 4 KiB
  * of its slice in its own window (which no put targets; halves used in alternate rounds).
+ * A strided operation's target and origin datatypes are built by one of ten constructors
+ * with the same type map (vector, hvector, indexed_block, hindexed, struct, a count of a
+ * resized contiguous, hindexed from a negative displacement, subarray, hvector of a
+ * contiguous, dup of a vector), and a quarter of the contiguous puts, gets, accumulates and
+ * get_accumulates take a one-block target type built the same ways (pick_makes: a hash, not
+ * the round's PRNG, so that a seed still gives the operations it gave before).
  * Bytes put depend on (round, origin, target, offset): a late or lost write shows an earlier
  * round's bytes. After the round's synchronization and an MPI_Barrier every rank checks its
  * whole window and every get's destination (filled beforehand with other bytes) against the
@@ -146,6 +152,32 @@ static const struct {
     {"MPI_Accumulate of MPI_BXOR on MPI_DOUBLE", MPI_ERR_OP},
     {"MPI_Compare_and_swap on MPI_DOUBLE", MPI_ERR_TYPE},
 };
+/* How a layout's datatype is built (op_t.tmake, .omake): the same type map by other
+ * constructors, so that every road through the datatype engines (MPICH's, the library's
+ * flattening, packing and host-assisted layouts) carries every kind of operation */
+enum {
+    D_VECTOR,
+    D_HVECTOR,
+    D_INDEXED_BLOCK,
+    D_HINDEXED,
+    D_STRUCT,
+    D_RESIZED,
+    D_NEG_LB,
+    D_SUBARRAY,
+    D_NESTED,
+    D_DUP,
+    D_N
+};
+static const char *make_name[D_N] = {"vector",
+                                     "hvector",
+                                     "indexed_block",
+                                     "hindexed",
+                                     "struct",
+                                     "count of a resized contiguous",
+                                     "hindexed with a negative lower bound",
+                                     "subarray",
+                                     "hvector of a contiguous",
+                                     "dup of a vector"};
 enum { A_SUM, A_REPLACE, A_BXOR, A_NO_OP, A_MAX, A_MIN, A_BOR, A_PROD };
 static const char *aop_name[] = {"SUM", "REPLACE", "BXOR", "NO_OP", "MAX", "MIN", "BOR", "PROD"};
 /* accumulate element types: bytes, signed, floating point */
@@ -200,6 +232,8 @@ typedef struct op {
     int req;                /* R_*: request-based (MPI_Rput, MPI_Rget, MPI_Raccumulate) */
     int direct;             /* a put or get on a shared window done by memcpy (stores or loads) */
     int bad;                /* K_BAD: B_* */
+    int tmake, omake;       /* how the target's and the origin's datatypes are built (D_*; -1:
+                             * a contiguous op's predefined type) */
 } op_t;
 
 static int me, np, S, P; /* P: the bytes of a slice that puts may write */
@@ -210,6 +244,7 @@ static int bad_calls; /* K_BAD calls among the operations (not on MPICH: its cla
 static int shared;    /* RANDOM_EPOCHS_FLAVOR=shared */
 static unsigned char **shbase; /* shared: each rank's window, from MPI_Win_shared_query */
 static uint64_t rng;
+static int seed;
 static unsigned char *model; /* np windows of W bytes: what each must hold */
 static unsigned char *mem, *priv;
 static unsigned char *pexp; /* what this rank's fetching calls must fetch (laid out as priv) */
@@ -422,7 +457,7 @@ static int conflict(const op_t *a, const op_t *b)
 
 static const char *describe(const op_t *p)
 {
-    static char s[160];
+    static char s[320];
     int n;
 
     n = snprintf(s, sizeof s, "%s", kind_name[p->kind]);
@@ -437,6 +472,10 @@ static const char *describe(const op_t *p)
                       p->nblk, p->blk / p->esz);
     else
         n += snprintf(s + n, sizeof s - n, " (%d x %d bytes)", p->nblk, p->blk);
+    if (p->tmake >= 0 && !p->direct)
+        n += snprintf(s + n, sizeof s - n, ", target type a %s", make_name[p->tmake]);
+    if (p->tmake >= 0 && !p->direct && p->ostride != p->blk)
+        n += snprintf(s + n, sizeof s - n, ", origin type a %s", make_name[p->omake]);
     if (p->direct)
         snprintf(s + n, sizeof s - n, " by %s", is_get(p->kind) ? "loads" : "stores");
     if (p->req)
@@ -502,6 +541,26 @@ static void gen_acc_shape(op_t *p, int ty)
     p->nblk = 1;
     p->blk = cnt * p->esz;
     p->tstride = p->blk;
+}
+
+/* Op p's datatype constructors, from a hash of (seed, round, origin, place) rather than the
+ * round's PRNG, so that a seed gives the operations it gave before they were added: a
+ * strided op's target and origin types by any constructor; a quarter of the contiguous
+ * puts, gets, accumulates and get_accumulates a constructed target type of one block. */
+static void pick_makes(op_t *p, int round, int o, int n)
+{
+    uint64_t h = ((uint64_t)seed << 40) ^ ((uint64_t)round << 16) ^ ((uint64_t)o << 8) ^ n;
+
+    h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33, h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    p->tmake = p->omake = -1;
+    if (p->kind == K_PUTV || p->kind == K_GETV || p->kind == K_ACCV) {
+        p->tmake = (int)(h % D_N);
+        p->omake = (int)((h >> 8) % D_N);
+    } else if ((p->kind == K_PUT || p->kind == K_GET || p->kind == K_ACC || p->kind == K_GACC) &&
+               (h >> 16) % 4 == 0) {
+        p->tmake = (int)((h >> 24) % D_N);
+    }
 }
 
 /* One random op of origin o at round `round`; 0 when none fitted. */
@@ -597,6 +656,7 @@ static int gen_op(int round, int o, int mode, op_t *list, int n, long *priv_used
         if (shared && (mode == M_LOCK_ALL || mode == M_LOCK) && !is_acc(kind) && !p.req &&
             rnd() % 3 == 0)
             p.direct = 1;
+        pick_makes(&p, round, o, n);
         list[n] = p;
         return 1;
     }
@@ -644,7 +704,9 @@ static void gen_round(int round, int mode)
                       .tstride = HALF,
                       .toff = (long)right * S + P + ((round - 1) & 1) * HALF,
                       .ostride = HALF,
-                      .ooff = priv_used};
+                      .ooff = priv_used,
+                      .tmake = -1,
+                      .omake = -1};
             memmove(&list[at + 1], &list[at], sizeof(op_t) * (n - at));
             list[at] = p;
             n++;
@@ -818,12 +880,69 @@ static void check_bad_dst(int round)
     CHECK(1, "bad");
 }
 
+/* nblk blocks of per elements of bt (esz bytes each), stride bytes apart, as `make` builds
+ * them: the committed type in *t, its count in *count, and in *shift the bytes by which the
+ * buffer or the displacement moves on (past a negative lower bound). */
+static void layout_type(int make, int nblk, int per, int stride, MPI_Datatype bt, int esz,
+                        MPI_Datatype *t, int *count, long *shift)
+{
+    MPI_Datatype in = MPI_DATATYPE_NULL, tys[64];
+    MPI_Aint hx[64];
+    int ix[64], bl[64];
+
+    *count = 1;
+    *shift = 0;
+    for (int k = 0; k < nblk; k++) {
+        ix[k] = k * (stride / esz);
+        bl[k] = per;
+        hx[k] = (MPI_Aint)k * stride;
+        tys[k] = bt;
+    }
+    switch (make) {
+    case D_HVECTOR: MPI_OK(MPI_Type_create_hvector(nblk, per, stride, bt, t)); break;
+    case D_INDEXED_BLOCK: MPI_OK(MPI_Type_create_indexed_block(nblk, per, ix, bt, t)); break;
+    case D_HINDEXED: MPI_OK(MPI_Type_create_hindexed(nblk, bl, hx, bt, t)); break;
+    case D_STRUCT: MPI_OK(MPI_Type_create_struct(nblk, bl, hx, tys, t)); break;
+    case D_RESIZED:
+        MPI_OK(MPI_Type_contiguous(per, bt, &in));
+        MPI_OK(MPI_Type_create_resized(in, 0, stride, t));
+        *count = nblk;
+        break;
+    case D_NEG_LB: /* the first block at -stride: the buffer or displacement a stride on */
+        for (int k = 0; k < nblk; k++)
+            hx[k] -= stride;
+        *shift = stride;
+        MPI_OK(MPI_Type_create_hindexed(nblk, bl, hx, bt, t));
+        break;
+    case D_SUBARRAY: {
+        int sizes[2] = {nblk, stride / esz}, sub[2] = {nblk, per}, start[2] = {0, 0};
+        MPI_OK(MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_C, bt, t));
+        break;
+    }
+    case D_NESTED:
+        MPI_OK(MPI_Type_contiguous(per, bt, &in));
+        MPI_OK(MPI_Type_create_hvector(nblk, 1, stride, in, t));
+        break;
+    case D_DUP:
+        MPI_OK(MPI_Type_vector(nblk, per, stride / esz, bt, &in));
+        MPI_OK(MPI_Type_commit(&in));
+        MPI_OK(MPI_Type_dup(in, t));
+        break;
+    default: MPI_OK(MPI_Type_vector(nblk, per, stride / esz, bt, t));
+    }
+    if (in != MPI_DATATYPE_NULL)
+        MPI_OK(MPI_Type_free(&in));
+    MPI_OK(MPI_Type_commit(t));
+}
+
 /* Issues op p; a request-based one's request in *rq. */
 static void issue(const op_t *p, MPI_Request *rq)
 {
     MPI_Datatype bt = MPI_BYTE, tt, ot;
     int acc = is_acc(p->kind), esz = acc ? p->esz : 1, per = p->blk / esz, tc = per, oc = per;
-    void *ob = obyte(p, 0, 0), *rb = priv + p->roff;
+    long tsh = 0, osh = 0;
+    unsigned char *ob = obyte(p, 0, 0), *rb = priv + p->roff;
+    MPI_Aint td;
 
     if (p->direct) {
         for (int b = 0; b < p->nblk; b++) {
@@ -838,60 +957,53 @@ static void issue(const op_t *p, MPI_Request *rq)
     if (acc)
         bt = mpi_type(p->ty);
     tt = ot = bt;
-    if (p->kind == K_PUTV || p->kind == K_GETV || p->kind == K_ACCV) {
-        MPI_OK(MPI_Type_vector(p->nblk, per, p->tstride / esz, bt, &tt));
-        MPI_OK(MPI_Type_commit(&tt));
-        tc = 1;
-        if (p->ostride == p->blk) {
-            oc = p->nblk * per;
-        } else {
-            ot = tt;
-            oc = 1;
+    if (p->tmake >= 0) {
+        layout_type(p->tmake, p->nblk, per, p->tstride, bt, esz, &tt, &tc, &tsh);
+        oc = p->nblk * per;
+        if (p->ostride != p->blk) {
+            layout_type(p->omake, p->nblk, per, p->ostride, bt, esz, &ot, &oc, &osh);
+            ob += osh;
         }
     }
+    td = tdisp(p->target, p->toff + tsh);
     switch (p->kind) {
     case K_PUT:
     case K_PUTV:
         if (p->req)
-            MPI_OK(MPI_Rput(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt, win, rq));
+            MPI_OK(MPI_Rput(ob, oc, ot, p->target, td, tc, tt, win, rq));
         else
-            MPI_OK(MPI_Put(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt, win));
+            MPI_OK(MPI_Put(ob, oc, ot, p->target, td, tc, tt, win));
         break;
     case K_GET:
     case K_GETV:
     case K_NBR:
         if (p->req)
-            MPI_OK(MPI_Rget(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt, win, rq));
+            MPI_OK(MPI_Rget(ob, oc, ot, p->target, td, tc, tt, win, rq));
         else
-            MPI_OK(MPI_Get(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt, win));
+            MPI_OK(MPI_Get(ob, oc, ot, p->target, td, tc, tt, win));
         break;
     case K_ACC:
     case K_ACCV:
         if (p->req)
-            MPI_OK(MPI_Raccumulate(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt,
-                                   mpi_op(p->aop), win, rq));
+            MPI_OK(MPI_Raccumulate(ob, oc, ot, p->target, td, tc, tt, mpi_op(p->aop), win, rq));
         else
-            MPI_OK(MPI_Accumulate(ob, oc, ot, p->target, tdisp(p->target, p->toff), tc, tt,
-                                  mpi_op(p->aop), win));
+            MPI_OK(MPI_Accumulate(ob, oc, ot, p->target, td, tc, tt, mpi_op(p->aop), win));
         break;
     case K_GACC:
         if (p->req)
-            MPI_OK(MPI_Rget_accumulate(ob, oc, bt, rb, oc, bt, p->target, tdisp(p->target, p->toff),
-                                       tc, bt, mpi_op(p->aop), win, rq));
+            MPI_OK(MPI_Rget_accumulate(ob, oc, bt, rb, oc, bt, p->target, td, tc, tt,
+                                       mpi_op(p->aop), win, rq));
         else
-            MPI_OK(MPI_Get_accumulate(ob, oc, bt, rb, oc, bt, p->target, tdisp(p->target, p->toff),
-                                      tc, bt, mpi_op(p->aop), win));
+            MPI_OK(MPI_Get_accumulate(ob, oc, bt, rb, oc, bt, p->target, td, tc, tt, mpi_op(p->aop),
+                                      win));
         break;
-    case K_FOP:
-        MPI_OK(MPI_Fetch_and_op(ob, rb, bt, p->target, tdisp(p->target, p->toff), mpi_op(p->aop),
-                                win));
-        break;
-    default:
-        MPI_OK(MPI_Compare_and_swap(ob, priv + p->coff, rb, bt, p->target,
-                                    tdisp(p->target, p->toff), win));
+    case K_FOP: MPI_OK(MPI_Fetch_and_op(ob, rb, bt, p->target, td, mpi_op(p->aop), win)); break;
+    default: MPI_OK(MPI_Compare_and_swap(ob, priv + p->coff, rb, bt, p->target, td, win));
     }
     if (tt != bt)
         MPI_OK(MPI_Type_free(&tt));
+    if (ot != bt)
+        MPI_OK(MPI_Type_free(&ot));
 }
 
 /* A fence round's extra epoch, right after the one with the operations: the right
@@ -1467,7 +1579,7 @@ static void check_window(int round, int mode)
 int main(int argc, char **argv)
 {
     int rounds = rt_env_int("RANDOM_EPOCHS_ROUNDS", 300);
-    int seed = rt_env_int("RANDOM_EPOCHS_SEED", 1);
+    seed = rt_env_int("RANDOM_EPOCHS_SEED", 1);
     const char *fl = getenv("RANDOM_EPOCHS_FLAVOR");
     int flavor = fl != NULL && strcmp(fl, "allocate") == 0  ? RT_ALLOCATE
                  : fl != NULL && strcmp(fl, "dynamic") == 0 ? RT_DYNAMIC
