@@ -219,6 +219,32 @@ static void ranges(void)
         MPI_OK(MPI_Win_flush(right, win));
         MPI_Type_free(&h);
     }
+    /* spans past the address space, which wrapped would land inside the window: a type
+     * whose extent is 2^62 (5 elements wrap to 0) is MPI_ERR_TYPE; 2^14 elements of one of
+     * extent 2^50 are MPI_ERR_RMA_RANGE at the target and MPI_ERR_COUNT at the origin (or as
+     * a get_accumulate's result), and nothing is read or written */
+    {
+        MPI_Datatype huge, wide;
+        int n = 1 << 14;
+        MPI_Type_create_resized(MPI_INT, 0, (MPI_Aint)1 << 62, &huge);
+        MPI_Type_commit(&huge);
+        MPI_Type_create_resized(MPI_INT, 0, (MPI_Aint)1 << 50, &wide);
+        MPI_Type_commit(&wide);
+        MPI_ERRCLASS(MPI_Put(v, 5, MPI_INT, right, 0, 5, huge, win), MPI_ERR_TYPE);
+        MPI_ERRCLASS(MPI_Get(got, 5, MPI_INT, right, 0, 5, huge, win), MPI_ERR_TYPE);
+        MPI_ERRCLASS(MPI_Accumulate(v, 5, MPI_INT, right, 0, 5, huge, MPI_SUM, win),
+                     MPI_ERR_TYPE);
+        MPI_ERRCLASS(MPI_Put(v, n, MPI_INT, right, 0, n, wide, win), MPI_ERR_RMA_RANGE);
+        MPI_ERRCLASS(MPI_Accumulate(v, n, MPI_INT, right, 0, n, wide, MPI_REPLACE, win),
+                     MPI_ERR_RMA_RANGE);
+        MPI_ERRCLASS(MPI_Get(got, n, wide, right, 0, n, MPI_INT, win), MPI_ERR_COUNT);
+        MPI_ERRCLASS(MPI_Put(v, n, wide, right, 0, n, MPI_INT, win), MPI_ERR_COUNT);
+        MPI_ERRCLASS(MPI_Get_accumulate(v, 1, MPI_INT, got, n, wide, right, 0, 1, MPI_INT,
+                                        MPI_SUM, win),
+                     MPI_ERR_COUNT);
+        MPI_Type_free(&huge);
+        MPI_Type_free(&wide);
+    }
     /* the last int exactly: fine */
     MPI_OK(MPI_Get(got, 1, MPI_INT, right, NW - 1, 1, MPI_INT, win));
     MPI_OK(MPI_Win_unlock(right, win));

@@ -54,7 +54,8 @@ typedef struct tbuf {
 static void tbuf_init(tbuf_t *t, const rma_dtl_t *d, int count)
 {
     MPI_Aint lo, hi;
-    rma_dtl_span(d, count, &lo, &hi);
+    if (rma_dtl_span(d, count, &lo, &hi) != 0)
+        abort(); /* check_type's types all fit */
     t->bytes = (size_t) (hi - lo) + 64;
     t->mem = calloc(1, t->bytes);
     t->addr = (char *) t->mem + 32 - lo;
@@ -94,8 +95,8 @@ static void check_type(const char *name, MPI_Datatype t, int count)
     check(d->true_lb == tlb && d->true_extent == text, "true lb/extent match", name);
     if (size > 0) {
         MPI_Aint lo, hi;
-        rma_dtl_span(d, 1, &lo, &hi);
-        check(lo == tlb && hi == tlb + text, "span of one element is the true extent", name);
+        check(rma_dtl_span(d, 1, &lo, &hi) == 0 && lo == tlb && hi == tlb + text,
+              "span of one element is the true extent", name);
     }
     const rma_dtl_t *bytes;
     rma_dtl_get(MPI_BYTE, &bytes);
@@ -402,6 +403,33 @@ int main(int argc, char **argv)
                 PMPI_Type_free(&t);
             }
         }
+    }
+
+    /* maps past 2^56 bytes: refused, never wrapped */
+    {
+        MPI_Datatype huge, far, wide, nested;
+        int one = 1;
+        MPI_Aint big = (MPI_Aint)1 << 60, lo = -1, hi = -1;
+        PMPI_Type_create_resized(MPI_INT, 0, (MPI_Aint)1 << 62, &huge);
+        huge = commit(huge);
+        check(rma_dtl_get(huge, &d) == RMA_DTL_TOO_WIDE, "extent 2^62: too wide", "resized");
+        PMPI_Type_create_hindexed(1, &one, &big, MPI_INT, &far);
+        far = commit(far);
+        check(rma_dtl_get(far, &d) == RMA_DTL_TOO_WIDE, "displacement 2^60: too wide",
+              "hindexed");
+        PMPI_Type_create_resized(MPI_INT, 0, (MPI_Aint)1 << 50, &wide);
+        wide = commit(wide);
+        check(rma_dtl_get(wide, &d) == MPI_SUCCESS && rma_dtl_span(d, 1 << 6, &lo, &hi) == 0 &&
+                  hi == ((MPI_Aint)63 << 50) + 4,
+              "extent 2^50: 64 elements fit", "resized");
+        check(rma_dtl_span(d, 1 << 14, &lo, &hi) == -1 && lo == 0 && hi == 0,
+              "extent 2^50: 2^14 elements (2^64 bytes, 0 wrapped) do not", "resized");
+        PMPI_Type_contiguous(1 << 14, wide, &nested); /* MPICH's own extent wraps to 0 */
+        nested = commit(nested);
+        check(rma_dtl_get(nested, &d) == RMA_DTL_TOO_WIDE, "2^14 of extent 2^50: too wide",
+              "contiguous of resized");
+        PMPI_Type_free(&huge), PMPI_Type_free(&far), PMPI_Type_free(&wide);
+        PMPI_Type_free(&nested);
     }
 
     /* F90 combiners */

@@ -1116,19 +1116,19 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     a->compare = compare;
     if ((kind == RMA_FOP || kind == RMA_CAS) && !acc_is_predefined(ttype))
         return rma_err(win, func, MPI_ERR_TYPE, "the datatype must be predefined, not derived");
-    if (rma_dtl_get(ttype, &a->td) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE,
-                       "the target datatype is not valid or not committed");
-    if (opi != RMA_OP_NO_OP && rma_dtl_get(otype, &a->od) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE,
-                       "the origin datatype is not valid or not committed");
-    if (fetch && rma_dtl_get(rtype, &a->rd) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE,
-                       "the result datatype is not valid or not committed");
+    if ((rc = rma_dtl_get(ttype, &a->td)) != MPI_SUCCESS)
+        return rma_dtl_err(win, func, rc, "target");
+    if (opi != RMA_OP_NO_OP && (rc = rma_dtl_get(otype, &a->od)) != MPI_SUCCESS)
+        return rma_dtl_err(win, func, rc, "origin");
+    if (fetch && (rc = rma_dtl_get(rtype, &a->rd)) != MPI_SUCCESS)
+        return rma_dtl_err(win, func, rc, "result");
     if (__builtin_mul_overflow(tcount, a->td->size, &tbytes) ||
         (a->od && __builtin_mul_overflow(ocount, a->od->size, &obytes)) ||
         (a->rd && __builtin_mul_overflow(rcount, a->rd->size, &rbytes)))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
+    if ((a->od && (rc = rma_origin_span_check(win, a->od, ocount, "origin", func)) != 0) ||
+        (a->rd && (rc = rma_origin_span_check(win, a->rd, rcount, "result", func)) != 0))
+        return rc;
 
     /* one basic type on every side, and the op defined on it */
     a->basic = a->td->basic;

@@ -35,7 +35,7 @@ struct rma_dtl_node {
 typedef struct builder {
     struct rma_dtl_node *allocs;
     MPI_Aint nnodes;
-    int err; /* MPI error class of the first failure */
+    int err; /* MPI error class of the first failure, or RMA_DTL_TOO_WIDE */
 } builder_t;
 
 #define DTL_SPLICE_MAX  64                 /* child sequences up to this many items are spliced */
@@ -52,16 +52,38 @@ static int dtl_keyval = MPI_KEYVAL_INVALID;
 
 static const dtl_item_t dtl_empty = {0, 0, NULL};
 
+/* Type-map arithmetic. No buffer spans 2^56 bytes (x86-64 user space is 2^47), so a type
+ * whose map reaches past +-DTL_LIMIT, or whose products overflow, is refused with
+ * MPI_ERR_TYPE rather than walked at wrapped addresses: every displacement, length, stride
+ * and bound kept in a layout is within the limit, so the sum of two cannot overflow. */
+#define DTL_LIMIT ((MPI_Aint)1 << 56)
+
+static MPI_Aint dtl_bound(builder_t *b, MPI_Aint x)
+{
+    if (x > DTL_LIMIT || x < -DTL_LIMIT) {
+        if (!b->err)
+            b->err = RMA_DTL_TOO_WIDE;
+        return 0;
+    }
+    return x;
+}
+
+static MPI_Aint dtl_mul(builder_t *b, MPI_Aint x, MPI_Aint y)
+{
+    MPI_Aint r;
+    return dtl_bound(b, __builtin_mul_overflow(x, y, &r) ? DTL_LIMIT + 1 : r);
+}
+
 static dtl_item_t item_leaf(MPI_Aint disp, MPI_Aint len)
 {
     dtl_item_t it = {disp, len, NULL};
     return len > 0 ? it : dtl_empty;
 }
 
-static dtl_item_t item_shift(dtl_item_t it, MPI_Aint d)
+static dtl_item_t item_shift(builder_t *b, dtl_item_t it, MPI_Aint d)
 {
     if (it.len > 0)
-        it.disp += d;
+        it.disp = dtl_bound(b, it.disp + dtl_bound(b, d));
     return it;
 }
 
@@ -111,13 +133,16 @@ static dtl_item_t item_repeat(builder_t *b, MPI_Aint count, MPI_Aint stride, dtl
     if (count == 1)
         return it;
     if (!it.child && stride == it.len)
-        return item_leaf(it.disp, count * it.len);
+        return item_leaf(it.disp, dtl_mul(b, count, it.len));
 
     dtl_item_t inner = {0, it.len, it.child};
     MPI_Aint n = count;
-    if (it.child && !it.child->is_seq && it.child->n * it.child->stride == stride) {
+    MPI_Aint cs;
+    stride = dtl_bound(b, stride);
+    if (it.child && !it.child->is_seq &&
+        !__builtin_mul_overflow(it.child->n, it.child->stride, &cs) && cs == stride) {
         inner = it.child->items[0];
-        n = count * it.child->n;
+        n = dtl_mul(b, count, it.child->n);
         stride = it.child->stride;
     }
     struct rma_dtl_node *nd = node_new(b, 1);
@@ -128,22 +153,22 @@ static dtl_item_t item_repeat(builder_t *b, MPI_Aint count, MPI_Aint stride, dtl
     nd->is_seq = 0;
     nd->depth = 1 + item_depth(&inner);
     nd->items[0] = inner;
-    MPI_Aint ilo = item_lo(&inner), ihi = item_hi(&inner), span = (n - 1) * stride;
-    nd->lo = stride >= 0 ? ilo : ilo + span;
-    nd->hi = stride >= 0 ? ihi + span : ihi;
-    dtl_item_t out = {it.disp, count * it.len, nd};
+    MPI_Aint ilo = item_lo(&inner), ihi = item_hi(&inner), span = dtl_mul(b, n - 1, stride);
+    nd->lo = dtl_bound(b, stride >= 0 ? ilo : ilo + span);
+    nd->hi = dtl_bound(b, stride >= 0 ? ihi + span : ihi);
+    dtl_item_t out = {it.disp, dtl_mul(b, count, it.len), nd};
     return out;
 }
 
 /* append `it` to tmp[*m], merging with a preceding adjacent leaf */
-static void seq_push(dtl_item_t *tmp, MPI_Aint *m, dtl_item_t it)
+static void seq_push(builder_t *b, dtl_item_t *tmp, MPI_Aint *m, dtl_item_t it)
 {
     if (it.len == 0)
         return;
     if (*m > 0) {
         dtl_item_t *last = &tmp[*m - 1];
         if (!last->child && !it.child && last->disp + last->len == it.disp) {
-            last->len += it.len;
+            last->len = dtl_bound(b, last->len + it.len);
             return;
         }
     }
@@ -177,9 +202,9 @@ static dtl_item_t item_seq(builder_t *b, const dtl_item_t *items, MPI_Aint n)
             continue;
         if (it->child && it->child->is_seq && it->child->n <= DTL_SPLICE_MAX) {
             for (MPI_Aint j = 0; j < it->child->n; j++)
-                seq_push(tmp, &m, item_shift(it->child->items[j], it->disp));
+                seq_push(b, tmp, &m, item_shift(b, it->child->items[j], it->disp));
         } else {
-            seq_push(tmp, &m, *it);
+            seq_push(b, tmp, &m, *it);
         }
     }
 
@@ -211,7 +236,7 @@ static dtl_item_t item_seq(builder_t *b, const dtl_item_t *items, MPI_Aint n)
     MPI_Aint total = 0;
     for (MPI_Aint i = 0; i < m; i++) {
         nd->items[i] = tmp[i];
-        total += tmp[i].len;
+        total = dtl_bound(b, total + tmp[i].len);
         if (item_lo(&tmp[i]) < nd->lo)
             nd->lo = item_lo(&tmp[i]);
         if (item_hi(&tmp[i]) > nd->hi)
@@ -318,8 +343,8 @@ static dtl_item_t build_subarray(builder_t *b, const int *ints, dtl_item_t it, M
     MPI_Aint mult = ext;
     for (int k = 0; k < nd; k++) {
         int d = order == MPI_ORDER_C ? nd - 1 - k : k;
-        it = item_shift(item_repeat(b, subsizes[d], mult, it), (MPI_Aint)starts[d] * mult);
-        mult *= sizes[d];
+        it = item_shift(b, item_repeat(b, subsizes[d], mult, it), dtl_mul(b, starts[d], mult));
+        mult = dtl_mul(b, mult, sizes[d]);
     }
     return it;
 }
@@ -336,7 +361,7 @@ static dtl_item_t darray_dim(builder_t *b, dtl_item_t it, MPI_Aint mult, int gsi
         MPI_Aint start = c * bs, len = n - start < bs ? n - start : bs;
         if (len <= 0)
             return dtl_empty;
-        return item_shift(item_repeat(b, len, mult, it), start * mult);
+        return item_shift(b, item_repeat(b, len, mult, it), dtl_mul(b, start, mult));
     }
     /* cyclic(k): blocks c, c+p, c+2p, ... of k indices, the last one possibly short */
     MPI_Aint k = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
@@ -347,10 +372,11 @@ static dtl_item_t darray_dim(builder_t *b, dtl_item_t it, MPI_Aint mult, int gsi
     MPI_Aint nfull = last_len == k ? nb : nb - 1;
     dtl_item_t blk = item_repeat(b, k, mult, it);
     dtl_item_t parts[2];
-    parts[0] = item_shift(item_repeat(b, nfull, p * k * mult, blk), c * k * mult);
+    parts[0] =
+        item_shift(b, item_repeat(b, nfull, dtl_mul(b, p * k, mult), blk), dtl_mul(b, c * k, mult));
     parts[1] = dtl_empty;
     if (last_len < k)
-        parts[1] = item_shift(item_repeat(b, last_len, mult, it), last * mult);
+        parts[1] = item_shift(b, item_repeat(b, last_len, mult, it), dtl_mul(b, last, mult));
     return item_seq(b, parts, 2);
 }
 
@@ -370,7 +396,7 @@ static dtl_item_t build_darray(builder_t *b, const int *ints, dtl_item_t it, MPI
     for (int k = 0; k < nd; k++) {
         int d = order == MPI_ORDER_C ? nd - 1 - k : k;
         it = darray_dim(b, it, mult, gsizes[d], distribs[d], dargs[d], psizes[d], coords[d]);
-        mult *= gsizes[d];
+        mult = dtl_mul(b, mult, gsizes[d]);
     }
     return it;
 }
@@ -395,8 +421,8 @@ static int build_blocks(builder_t *b, int count, const int *blens, int blen_all,
                 goto free_items;
         }
         MPI_Aint blen = blens ? blens[i] : blen_all;
-        MPI_Aint disp = idisps ? (MPI_Aint)idisps[i] * unit : adisps[i];
-        items[i] = item_shift(item_repeat(b, blen, ext, old), disp);
+        MPI_Aint disp = idisps ? dtl_mul(b, idisps[i], unit) : adisps[i];
+        items[i] = item_shift(b, item_repeat(b, blen, ext, old), disp);
         any = basic_merge(any, ob);
         if (items[i].len > 0)
             used = basic_merge(used, ob);
@@ -438,7 +464,7 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, int ni, int na
     case MPI_COMBINER_RESIZED: *out = old; break;
     case MPI_COMBINER_CONTIGUOUS: *out = item_repeat(b, n, ext, old); break;
     case MPI_COMBINER_VECTOR:
-        *out = item_repeat(b, n, (MPI_Aint)ints[2] * ext, item_repeat(b, ints[1], ext, old));
+        *out = item_repeat(b, n, dtl_mul(b, ints[2], ext), item_repeat(b, ints[1], ext, old));
         break;
     case MPI_COMBINER_HVECTOR_INTEGER:
         *out = item_repeat(b, n, ints[2], item_repeat(b, ints[1], ext, old));
@@ -659,6 +685,11 @@ static int build_derived(MPI_Datatype type, rma_dtl_t **dtl_p)
         (PMPI_Type_get_extent(type, &d->lb, &d->extent) != MPI_SUCCESS ||
          PMPI_Type_get_true_extent(type, &d->true_lb, &d->true_extent) != MPI_SUCCESS))
         rc = MPI_ERR_TYPE;
+    if (rc == MPI_SUCCESS) { /* the host's own figures, bounded as the map is */
+        (void)dtl_bound(&b, d->extent), (void)dtl_bound(&b, d->lb);
+        (void)dtl_bound(&b, d->true_extent), (void)dtl_bound(&b, d->true_lb);
+        rc = b.err;
+    }
     if (rc != MPI_SUCCESS)
         goto free_layout;
     dtl_finish(d, root, basic);
@@ -756,15 +787,20 @@ MPI_Aint rma_dtl_node_count(const rma_dtl_t *dtl)
     return dtl->nnodes_;
 }
 
-void rma_dtl_span(const rma_dtl_t *dtl, MPI_Aint count, MPI_Aint *lo_p, MPI_Aint *hi_p)
+int rma_dtl_span(const rma_dtl_t *dtl, MPI_Aint count, MPI_Aint *lo_p, MPI_Aint *hi_p)
 {
-    if (count <= 0 || dtl->size == 0) {
-        *lo_p = *hi_p = 0;
-        return;
-    }
-    MPI_Aint span = (count - 1) * dtl->extent;
+    MPI_Aint span;
+
+    *lo_p = *hi_p = 0;
+    if (count <= 0 || dtl->size == 0)
+        return 0;
+    /* lo_ and hi_ are within 2 * DTL_LIMIT (the builder's bound): the sums cannot overflow */
+    if (__builtin_mul_overflow(count - 1, dtl->extent, &span) || span > DTL_LIMIT ||
+        span < -DTL_LIMIT)
+        return -1;
     *lo_p = dtl->lo_ + (span < 0 ? span : 0);
     *hi_p = dtl->hi_ + (span > 0 ? span : 0);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- iterators and walks */

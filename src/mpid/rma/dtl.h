@@ -51,9 +51,12 @@ extern void (*_Atomic rma_dtl_before_free)(void);
 /* Out-of-line part of rma_dtl_get: fills static entries, builds or finds derived layouts. */
 int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p);
 
+/* rma_dtl_get's answer for a type whose map reaches past 2^56 bytes (not an MPI class) */
+#define RMA_DTL_TOO_WIDE (-1)
+
 /* Layout of `type`: MPI_SUCCESS, MPI_ERR_TYPE for MPI_DATATYPE_NULL or a handle that is not a
- * datatype, MPI_ERR_NO_MEM when building the layout runs out of memory. *dtl_p is set only on
- * success. */
+ * datatype, MPI_ERR_NO_MEM when building the layout runs out of memory, RMA_DTL_TOO_WIDE
+ * (rma_dtl_err says so). *dtl_p is set only on success. */
 static inline int rma_dtl_get(MPI_Datatype type, const rma_dtl_t **dtl_p)
 {
     unsigned h = (unsigned)type;
@@ -68,8 +71,10 @@ static inline int rma_dtl_get(MPI_Datatype type, const rma_dtl_t **dtl_p)
 }
 
 /* Byte range [*lo_p, *hi_p) touched by `count` elements, relative to the buffer address.
- * Both are 0 when nothing is touched. Never fails. */
-void rma_dtl_span(const rma_dtl_t *dtl, MPI_Aint count, MPI_Aint *lo_p, MPI_Aint *hi_p);
+ * Both are 0 when nothing is touched. -1 (and both 0) when count times the extent reaches
+ * past 2^56 bytes, which no buffer or window spans: the caller refuses the operation. */
+int rma_dtl_span(const rma_dtl_t *dtl, MPI_Aint count, MPI_Aint *lo_p, MPI_Aint *hi_p)
+    __attribute__((warn_unused_result));
 
 /* Called for each piece contiguous on both sides; non-zero stops the walk. */
 typedef int (*rma_dtl_pair_fn)(void *arg, MPI_Aint dst_off, MPI_Aint src_off, size_t len);

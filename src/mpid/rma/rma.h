@@ -140,6 +140,15 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len);
  * or with sync) or has been issued (off-node: done at the next flush of the target). */
 int rma_mover_flush(rma_mover_t *mv);
 
+/* Raises the error for rma_dtl_get's failure `rc` on the `side` ("origin", "target",
+ * "result") datatype: MPI_ERR_TYPE (or MPI_ERR_NO_MEM), saying why. */
+int rma_dtl_err(rma_win_t *win, const char *func, int rc, const char *side);
+
+/* MPI_SUCCESS when `count` elements of an origin-side layout (`side`: "origin", "result")
+ * span a representable range of addresses; else MPI_ERR_COUNT, raised on the window. */
+int rma_origin_span_check(rma_win_t *win, const struct rma_dtl *dtl, MPI_Aint count,
+                          const char *side, const char *func);
+
 /* Frees what rma_target_resolve allocated for a span. */
 static inline void rma_tspan_done(rma_tspan_t *sp)
 {

@@ -216,6 +216,31 @@ static void span_map(const rma_win_t *win, rma_tspan_t *out, uintptr_t base, siz
         out->local = local + (out->taddr - base);
 }
 
+int rma_dtl_err(rma_win_t *win, const char *func, int rc, const char *side)
+{
+    if (rc == MPI_ERR_NO_MEM)
+        return rma_err(win, func, rc, "no memory for the layout of the %s datatype", side);
+    return rma_err(win, func, MPI_ERR_TYPE,
+                   rc == RMA_DTL_TOO_WIDE
+                       ? "the %s datatype's type map reaches past 2^56 bytes (its extent or "
+                         "displacements overflow)"
+                       : "the %s datatype is not valid or not committed",
+                   side);
+}
+
+int rma_origin_span_check(rma_win_t *win, const rma_dtl_t *dtl, MPI_Aint count, const char *side,
+                          const char *func)
+{
+    MPI_Aint lo, hi;
+
+    if (rma_dtl_span(dtl, count, &lo, &hi) == 0)
+        return MPI_SUCCESS;
+    return rma_err(win, func, MPI_ERR_COUNT,
+                   "%ld elements of the %s datatype (extent %ld) span more bytes than any buffer "
+                   "holds",
+                   (long)count, side, (long)dtl->extent);
+}
+
 int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_t *td,
                        MPI_Aint tcount, rma_tspan_t *out, const char *func)
 {
@@ -235,20 +260,24 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
                        "no access epoch is open to rank %d (use a fence, MPI_Win_start or a "
                        "lock first)",
                        trank);
-    rma_dtl_span(td, tcount, &lo, &hi);
+    if (rma_dtl_span(td, tcount, &lo, &hi) != 0)
+        return rma_err(win, func, MPI_ERR_RMA_RANGE,
+                       "%ld elements of the target datatype (extent %ld) span more bytes than "
+                       "any window holds",
+                       (long)tcount, (long)td->extent);
     out->pid = tg->pid;
     out->key = tg->nm.data_key;
     if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         out->taddr = (uintptr_t)tdisp;
         if (hi <= lo)
             return MPI_SUCCESS;
-        if (tdisp + lo < 0)
+        if (__builtin_add_overflow(tdisp, lo, &off) || off < 0 ||
+            __builtin_add_overflow(tdisp, hi, &end))
             return rma_err(win, func, MPI_ERR_RMA_RANGE,
-                           "target address 0x%lx plus the datatype's lower bound %ld is "
-                           "negative",
-                           (unsigned long)tdisp, (long)lo);
-        return resolve_dynamic(win, trank, (uintptr_t)(tdisp + lo), (uintptr_t)(tdisp + hi), out,
-                               func);
+                           "target address 0x%lx with the datatype's bytes [%ld, %ld) is "
+                           "outside the address space",
+                           (unsigned long)tdisp, (long)lo, (long)hi);
+        return resolve_dynamic(win, trank, (uintptr_t)off, (uintptr_t)end, out, func);
     }
     /* lo <= hi, and both may be negative: a type whose bytes all lie below its origin */
     if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) ||
@@ -348,18 +377,18 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
     if (ocount < 0 || tcount < 0)
         return rma_err(win, func, MPI_ERR_COUNT, "negative count (origin %ld, target %ld)",
                        (long)ocount, (long)tcount);
-    if (rma_dtl_get(otype, &od) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE,
-                       "the origin datatype is not valid or not committed");
-    if (rma_dtl_get(ttype, &td) != MPI_SUCCESS)
-        return rma_err(win, func, MPI_ERR_TYPE,
-                       "the target datatype is not valid or not committed");
+    if ((rc = rma_dtl_get(otype, &od)) != MPI_SUCCESS)
+        return rma_dtl_err(win, func, rc, "origin");
+    if ((rc = rma_dtl_get(ttype, &td)) != MPI_SUCCESS)
+        return rma_dtl_err(win, func, rc, "target");
     if (rma_buf_missing(origin, ocount, otype))
         return rma_err(win, func, MPI_ERR_BUFFER, "the origin buffer is NULL and the count is %ld",
                        (long)ocount);
     if (__builtin_mul_overflow(ocount, od->size, &obytes) ||
         __builtin_mul_overflow(tcount, td->size, &tbytes))
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
+    if ((rc = rma_origin_span_check(win, od, ocount, "origin", func)) != MPI_SUCCESS)
+        return rc;
     /* a copy the agent still makes could touch the same bytes, or a mapping that resolving
      * may replace */
     rma_xfer_drain(win);
