@@ -55,16 +55,26 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     return rc;
 }
 
+/* Once every process is in MPI_Finalize, while the transport still runs: windows not freed
+ * (MPI does not ask for it) release what they hold, its registrations among it, then the
+ * MPI_Alloc_mem blocks from the transport end. */
+static void all_in_finalize(void)
+{
+    rma_win_free_left();
+    rma_memreg_net_end();
+}
+
 int MPI_Finalize(void)
 {
     int live = rma_win_count();
 
     if (live > 0 && rma_env.verbose)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
-    rma_expose_end();     /* the agent moves nothing onto the transport's memory now */
-    rma_memreg_net_end(); /* MPI_Alloc_mem blocks from the transport, which must end */
+    rma_expose_end(); /* the agent moves nothing onto the transport's memory now */
     if (rma_net != NULL)
-        rma_net->finalize(); /* collective when any process started it */
+        rma_net->finalize(all_in_finalize); /* collective when any process started it */
+    else
+        all_in_finalize();
     rma_barrier_finalize();
     rma_agent_stop();
     rma_dtl_finalize();

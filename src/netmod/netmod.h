@@ -483,8 +483,9 @@ typedef struct rma_netmod {
     /* Prints what the transport chose: devices, lanes, limits (rma_info). */
     void (*print)(FILE *out);
     /* MPI_Finalize: closes endpoints (collective over MPI_COMM_WORLD when any process started
-     * the transport), workers and the context. */
-    void (*finalize)(void);
+     * the transport), workers and the context. all_here is called first, once every process
+     * has called it (nobody accesses windows any more), while the transport still runs. */
+    void (*finalize)(void (*all_here)(void));
 } rma_netmod_t;
 
 /* The transport to other nodes: UCX, or NULL in a build without it (configure

@@ -91,6 +91,19 @@ void rma_win_retire(rma_win_t *win)
     pthread_mutex_unlock(&win_lock);
 }
 
+rma_win_t *rma_win_first(void)
+{
+    rma_win_tab_t *t;
+    rma_win_t *win = NULL;
+
+    pthread_mutex_lock(&win_lock);
+    t = atomic_load_explicit(&rma_win_tab, memory_order_relaxed);
+    for (unsigned i = 0; t != NULL && i < t->size && win == NULL; i++)
+        win = t->slot[i];
+    pthread_mutex_unlock(&win_lock);
+    return win;
+}
+
 void rma_win_foreach(void (*fn)(rma_win_t *win))
 {
     rma_win_tab_t *t;

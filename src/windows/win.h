@@ -379,6 +379,13 @@ int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, 
 /* Calls fn on every live window, holding the table's lock (the progress agent). */
 void rma_win_foreach(void (*fn)(rma_win_t *win));
 
+/* A live window (the lowest handle), or NULL when there is none. */
+rma_win_t *rma_win_first(void);
+
+/* MPI_Finalize, once every process has called it: releases the windows the program did not
+ * free, locally (win_flavor.c). */
+void rma_win_free_left(void);
+
 /* Takes the window out of the handle table (first step of freeing it): rma_win_foreach
  * no longer finds it once this returns. */
 void rma_win_retire(rma_win_t *win);

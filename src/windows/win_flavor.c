@@ -779,6 +779,14 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
     return MPI_SUCCESS;
 }
 
+void rma_win_free_left(void)
+{
+    rma_win_t *win;
+
+    while ((win = rma_win_first()) != NULL)
+        win_destroy(win); /* takes it out of the table */
+}
+
 int rma_win_free(rma_win_t *win)
 {
     /* nobody may still be accessing our memory, nor we theirs, once this returns */

@@ -1271,7 +1271,7 @@ static void finish_wireup(void)
     free(reqs);
 }
 
-static void ucx_finalize(void)
+static void ucx_finalize(void (*all_here)(void))
 {
     MPI_Request req;
     int any = 0, mine = ux.started;
@@ -1285,6 +1285,7 @@ static void ucx_finalize(void)
     /* a peer that died before it got here must not leave us waiting for it */
     serve_until(PMPI_Iallreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req), &req);
     rma_peer_fail_ignore(); /* every rank is here: an endpoint that fails now was closed */
+    all_here();
     if (!any)
         return;
     if (mine) {
