@@ -244,6 +244,8 @@ static dtl_item_t item_seq(builder_t *b, const dtl_item_t *items, MPI_Aint n)
         if (1 + item_depth(&tmp[i]) > nd->depth)
             nd->depth = 1 + item_depth(&tmp[i]);
     }
+    nd->lo = dtl_bound(b, nd->lo); /* nested sequences: no level adds past the bound */
+    nd->hi = dtl_bound(b, nd->hi);
     out.disp = 0;
     out.len = total;
     out.child = nd;
