@@ -153,8 +153,7 @@ int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *
         return MPI_SUCCESS;
     }
     MPI_Aint off;
-    if (win->flavor == MPI_WIN_FLAVOR_CREATE && tg->map_local == NULL)
-        rma_expose_refresh(win, target); /* its owner may have moved it since */
+    rma_expose_refresh(win, target); /* create memory its owner may have moved since */
     if (disp < 0 || __builtin_mul_overflow(disp, (MPI_Aint)tg->disp_unit, &off) || off > tg->size ||
         len > tg->size - off)
         return rma_err(win, "RMAX_Win_path", MPI_ERR_RMA_RANGE,

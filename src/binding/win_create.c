@@ -147,8 +147,7 @@ static void segment_of(rma_win_t *win, int rank, MPI_Aint *size, MPI_Aint *disp_
     rma_target_t *tg = &win->targets[rank];
     char *p = NULL;
 
-    if (win->flavor == MPI_WIN_FLAVOR_CREATE && tg->local && tg->map_local == NULL)
-        rma_expose_refresh(win, rank); /* its owner may have moved it since */
+    rma_expose_refresh(win, rank); /* create memory its owner may have moved since */
     if (tg->size > 0)
         p = rma_direct_addr(tg, 0, (size_t)tg->size); /* the hot path's own test */
     *size = p != NULL ? tg->size : 0;

@@ -137,12 +137,16 @@ static rma_memreg_t *move_quiet(rma_ctl_rank_t *me, void *addr, size_t len, int 
 void rma_expose_refresh(rma_win_t *win, int trank)
 {
     rma_target_t *tg = &win->targets[trank];
-    rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, trank);
-    uint64_t s1 = atomic_load_explicit(&cr->expose_seq, memory_order_acquire), s2;
+    rma_ctl_rank_t *cr;
+    uint64_t s1, s2;
     rma_seg_desc_t desc;
     uintptr_t base;
     char *local;
 
+    if (win->flavor != MPI_WIN_FLAVOR_CREATE || !tg->local || tg->map_local != NULL)
+        return; /* nothing its owner could move for us, or mapped already */
+    cr = rma_ctl_rank(win->ctl, trank);
+    s1 = atomic_load_explicit(&cr->expose_seq, memory_order_acquire);
     if (s1 == tg->expose_seen || (s1 & 1))
         return;
     pthread_mutex_lock(&win->mtx);

@@ -401,8 +401,8 @@ void rma_expose_offer(rma_win_t *win);
  * moving it would. */
 void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, size_t region_len);
 
-/* Origin, create windows: maps the target's memory here if its owner has published it
- * since we last looked. */
+/* Origin: maps the target's memory here if it is a same-node target of a create window, not
+ * mapped yet, and its owner has published a move since we last looked; else nothing. */
 void rma_expose_refresh(rma_win_t *win, int trank);
 
 /* Owner's agent: serves a peer's request to move this rank's memory of the window. */

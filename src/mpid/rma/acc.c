@@ -1163,12 +1163,6 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
                                                                          : "origin");
 
     rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
-    if (rc == MPI_SUCCESS && a->span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE &&
-        win->targets[trank].local) {
-        rma_expose_refresh(win, trank); /* its owner may have moved it since */
-        if (win->targets[trank].map_local != NULL)
-            rc = rma_target_resolve(win, trank, tdisp, a->td, tcount, &a->span, func);
-    }
     if (rc == MPI_SUCCESS &&
         (win->acc_mode == RMA_ACC_MODE_ATOMIC || win->acc_mode == RMA_ACC_MODE_NET) &&
         trank != win->rank && win->targets[trank].local && win->targets[trank].size > 0 &&

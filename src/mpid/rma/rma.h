@@ -158,7 +158,8 @@ static inline void rma_tspan_done(rma_tspan_t *sp)
 
 /* Checks rank, access epoch and that `tcount` elements of layout `td` at displacement
  * `tdisp` lie inside the target window (or an attached region), and says where they are:
- * memory of a same-node target mapped here, or an off-node target's window memory that
+ * memory of a same-node target mapped here (a create window's mapped first if its owner
+ * has moved it since: rma_expose_refresh), or an off-node target's window memory that
  * UCX maps here (nm.data_map, which then covers every span: its pieces never reach the
  * transport, the host-assisted or the rendezvous path; mapped out of line only, since its
  * accumulates take the stripes of the target's node, not the inline path's). MPI_SUCCESS,

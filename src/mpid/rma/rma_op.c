@@ -286,6 +286,7 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
                        "target displacement %ld (disp_unit %d) with datatype bytes [%ld, %ld) "
                        "lies outside the %ld-byte window of rank %d",
                        (long)tdisp, tg->disp_unit, (long)lo, (long)hi, (long)tg->size, trank);
+    rma_expose_refresh(win, trank); /* create memory its owner may have moved since */
     out->taddr = tg->remote_base + (uintptr_t)off;
     out->region = (size_t)tg->size;
     if (tg->map_local != NULL)
@@ -393,13 +394,6 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
      * may replace */
     rma_xfer_drain(win);
     rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
-    if (rc == MPI_SUCCESS && span.local == NULL && win->flavor == MPI_WIN_FLAVOR_CREATE &&
-        win->targets[trank].local) {
-        /* the target's owner may have moved its memory since: map it, and resolve again */
-        rma_expose_refresh(win, trank);
-        if (win->targets[trank].map_local != NULL)
-            rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
-    }
     if (rc == MPI_SUCCESS && obytes != tbytes)
         rc = rma_err(win, func, MPI_ERR_TYPE,
                      "the origin buffer holds %ld bytes but the target buffer holds %ld: the "
