@@ -22,6 +22,7 @@
  * MPICH has a few thousand, and run other libraries' attribute copy functions.
  */
 #include "binding/binding.h"
+#include "binding/next.h"
 #include "netmod/netmod.h"
 
 static MPI_Comm world_dup = MPI_COMM_NULL;
@@ -68,8 +69,9 @@ int MPI_Barrier(MPI_Comm comm)
 
     rma_nm_release_held(NULL); /* what transports hold back goes before this rank waits */
     if (rma_net == NULL)
-        return PMPI_Barrier(comm);
+        return rma_mpi.Barrier(comm);
     if (comm == MPI_COMM_WORLD && world_dup != MPI_COMM_NULL)
         return dissemination(world_dup);
     return rma_net->wait_all(PMPI_Ibarrier(comm, &req), 1, &req);
 }
+RMA_PMPI(Barrier);

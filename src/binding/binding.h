@@ -12,6 +12,10 @@
 #include "windows/win.h"
 #include "windows/win_error.h"
 
+/* Gives librma's MPI_name its profiling name PMPI_name too (next.h says who calls that). */
+#define RMA_PMPI(name)                                                                             \
+    extern __typeof__(MPI_##name) PMPI_##name __attribute__((alias("MPI_" #name)))
+
 /* Sets `win` to the window behind `handle` or returns MPI_ERR_WIN raised for `func`. */
 #define RMA_WIN_GET(win, handle, func)                                                             \
     do {                                                                                           \

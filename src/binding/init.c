@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "binding/binding.h"
+#include "binding/next.h"
 #include "mpid/rma/acc.h"
 #include "mpid/rma/agent.h"
 #include "mpid/rma/dtl.h"
@@ -35,7 +36,7 @@ void rma_init_once(void)
 
 int MPI_Init(int *argc, char ***argv)
 {
-    int rc = PMPI_Init(argc, argv);
+    int rc = rma_mpi.Init(argc, argv);
     if (rc == MPI_SUCCESS) {
         rma_init_once();
         rma_locality_init();
@@ -43,10 +44,11 @@ int MPI_Init(int *argc, char ***argv)
     }
     return rc;
 }
+RMA_PMPI(Init);
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    int rc = rma_mpi.Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) {
         rma_init_once();
         rma_locality_init();
@@ -54,6 +56,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     }
     return rc;
 }
+RMA_PMPI(Init_thread);
 
 /* Once every process is in MPI_Finalize, while the transport still runs: windows not freed
  * (MPI does not ask for it) release what they hold, its registrations among it, then the
@@ -81,8 +84,9 @@ int MPI_Finalize(void)
     rma_seg_finalize();
     rma_memreg_finalize();
     rma_win_finalize();
-    return PMPI_Finalize();
+    return rma_mpi.Finalize();
 }
+RMA_PMPI(Finalize);
 
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
@@ -101,6 +105,7 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
     *(void **)baseptr = p;
     return MPI_SUCCESS;
 }
+RMA_PMPI(Alloc_mem);
 
 int MPI_Free_mem(void *base)
 {
@@ -111,6 +116,7 @@ int MPI_Free_mem(void *base)
                        base);
     return MPI_SUCCESS;
 }
+RMA_PMPI(Free_mem);
 
 /* ------------------------------------------------------------------ extensions */
 

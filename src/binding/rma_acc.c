@@ -17,6 +17,7 @@ int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origi
                           MPI_DATATYPE_NULL, target_rank, target_disp, target_count,
                           target_datatype, op, "MPI_Accumulate");
 }
+RMA_PMPI(Accumulate);
 
 int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
                      int target_rank, MPI_Aint target_disp, MPI_Count target_count,
@@ -29,6 +30,7 @@ int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Dataty
                           0, MPI_DATATYPE_NULL, target_rank, target_disp, (MPI_Aint)target_count,
                           target_datatype, op, "MPI_Accumulate_c");
 }
+RMA_PMPI(Accumulate_c);
 
 int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                        void *result_addr, int result_count, MPI_Datatype result_datatype,
@@ -42,6 +44,7 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype o
                           result_count, result_datatype, target_rank, target_disp, target_count,
                           target_datatype, op, "MPI_Get_accumulate");
 }
+RMA_PMPI(Get_accumulate);
 
 int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count,
                          MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
@@ -57,6 +60,7 @@ int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count,
                           target_disp, (MPI_Aint)target_count, target_datatype, op,
                           "MPI_Get_accumulate_c");
 }
+RMA_PMPI(Get_accumulate_c);
 
 int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
                      int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win handle)
@@ -67,6 +71,7 @@ int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype da
     return rma_fetch_and_op(win, origin_addr, result_addr, datatype, target_rank, target_disp, op,
                             "MPI_Fetch_and_op");
 }
+RMA_PMPI(Fetch_and_op);
 
 int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
                          MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
@@ -78,6 +83,7 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
     return rma_compare_and_swap(win, origin_addr, compare_addr, result_addr, datatype, target_rank,
                                 target_disp, "MPI_Compare_and_swap");
 }
+RMA_PMPI(Compare_and_swap);
 
 /* Request-based forms are valid only in passive target epochs (MPI-3.1 11.3). Operations
  * to same-node targets have completed when the call returns; network atomics to off-node
@@ -108,6 +114,7 @@ int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype orig
                        MPI_DATATYPE_NULL, target_rank, target_disp, target_count, target_datatype,
                        op, request, "MPI_Raccumulate");
 }
+RMA_PMPI(Raccumulate);
 
 int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
                       int target_rank, MPI_Aint target_disp, MPI_Count target_count,
@@ -120,6 +127,7 @@ int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datat
                        MPI_DATATYPE_NULL, target_rank, target_disp, (MPI_Aint)target_count,
                        target_datatype, op, request, "MPI_Raccumulate_c");
 }
+RMA_PMPI(Raccumulate_c);
 
 int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                         void *result_addr, int result_count, MPI_Datatype result_datatype,
@@ -134,6 +142,7 @@ int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype 
                        result_count, result_datatype, target_rank, target_disp, target_count,
                        target_datatype, op, request, "MPI_Rget_accumulate");
 }
+RMA_PMPI(Rget_accumulate);
 
 int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
                           MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
@@ -149,3 +158,4 @@ int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
                        target_disp, (MPI_Aint)target_count, target_datatype, op, request,
                        "MPI_Rget_accumulate_c");
 }
+RMA_PMPI(Rget_accumulate_c);

@@ -15,6 +15,7 @@ int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datat
     return rma_xfer(win, RMA_PUT, (void *)origin_addr, origin_count, origin_datatype, target_rank,
                     target_disp, target_count, target_datatype, "MPI_Put");
 }
+RMA_PMPI(Put);
 
 int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
@@ -26,6 +27,7 @@ int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype orig
     return rma_xfer(win, RMA_PUT, (void *)origin_addr, (MPI_Aint)origin_count, origin_datatype,
                     target_rank, target_disp, (MPI_Aint)target_count, target_datatype, "MPI_Put_c");
 }
+RMA_PMPI(Put_c);
 
 int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win handle)
@@ -36,6 +38,7 @@ int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, i
     return rma_xfer(win, RMA_GET, origin_addr, origin_count, origin_datatype, target_rank,
                     target_disp, target_count, target_datatype, "MPI_Get");
 }
+RMA_PMPI(Get);
 
 int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
@@ -47,6 +50,7 @@ int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_dat
     return rma_xfer(win, RMA_GET, origin_addr, (MPI_Aint)origin_count, origin_datatype, target_rank,
                     target_disp, (MPI_Aint)target_count, target_datatype, "MPI_Get_c");
 }
+RMA_PMPI(Get_c);
 
 /* Request-based operations are valid only in passive target epochs (MPI-3.1 11.3). */
 static int request_op(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
@@ -79,6 +83,7 @@ int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_data
     return request_op(win, RMA_PUT, (void *)origin_addr, origin_count, origin_datatype, target_rank,
                       target_disp, target_count, target_datatype, request, "MPI_Rput");
 }
+RMA_PMPI(Rput);
 
 int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
@@ -91,6 +96,7 @@ int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype ori
                       target_rank, target_disp, (MPI_Aint)target_count, target_datatype, request,
                       "MPI_Rput_c");
 }
+RMA_PMPI(Rput_c);
 
 int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
              MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win handle,
@@ -102,6 +108,7 @@ int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, 
     return request_op(win, RMA_GET, origin_addr, origin_count, origin_datatype, target_rank,
                       target_disp, target_count, target_datatype, request, "MPI_Rget");
 }
+RMA_PMPI(Rget);
 
 int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
@@ -114,3 +121,4 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
                       target_rank, target_disp, (MPI_Aint)target_count, target_datatype, request,
                       "MPI_Rget_c");
 }
+RMA_PMPI(Rget_c);

@@ -5,12 +5,19 @@
  * Keyvals are librma's own handles (tag 0x5b in the top byte) because MPICH never sees a
  * librma window to hang attributes on. Window attributes are never copied (windows cannot
  * be duplicated), so copy callbacks are stored but not called.
+ *
+ * MPICH's Fortran bindings set and get attributes through MPII_Win_set_attr and
+ * MPII_Win_get_attr with an integer kind, and make a keyval's callbacks Fortran ones with
+ * MPII_Keyval_set_proxy; librma answers those for its windows and keyvals (next.h) with
+ * MPICH's meaning: Fortran's predefined keyvals are C's + 1 and give values, not pointers;
+ * a value set from Fortran is an integer, which C gets a pointer to.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "binding/binding.h"
+#include "binding/next.h"
 
 #define KEYVAL_TAG  0x5b000000
 #define KEYVAL_MASK 0xff000000
@@ -19,6 +26,7 @@ typedef struct keyval {
     MPI_Win_copy_attr_function *copy_fn;
     MPI_Win_delete_attr_function *delete_fn;
     void *extra_state;
+    rma_attr_delete_proxy_t *delete_proxy; /* Fortran's calling convention, or NULL */
     int refcnt; /* 1 for the user's handle until MPI_Win_free_keyval, +1 per attribute */
 } keyval_t;
 
@@ -61,11 +69,12 @@ int MPI_Win_create_keyval(MPI_Win_copy_attr_function *copy_fn,
         keyvals = p;
         nkeyvals++;
     }
-    keyvals[idx] = (keyval_t){copy_fn, delete_fn, extra_state, 1};
+    keyvals[idx] = (keyval_t){copy_fn, delete_fn, extra_state, NULL, 1};
     pthread_mutex_unlock(&kv_lock);
     *keyval = KEYVAL_TAG | idx;
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_create_keyval);
 
 int MPI_Win_free_keyval(int *keyval)
 {
@@ -78,11 +87,15 @@ int MPI_Win_free_keyval(int *keyval)
     *keyval = MPI_KEYVAL_INVALID;
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_free_keyval);
 
+/* The predefined keyvals: C's, and Fortran's (C's + 1, MPICH's MPII_ATTR_C_TO_FORTRAN). */
 static int is_predefined(int keyval)
 {
-    return keyval == MPI_WIN_BASE || keyval == MPI_WIN_SIZE || keyval == MPI_WIN_DISP_UNIT ||
-           keyval == MPI_WIN_CREATE_FLAVOR || keyval == MPI_WIN_MODEL;
+    int c = keyval & ~1;
+
+    return c == MPI_WIN_BASE || c == MPI_WIN_SIZE || c == MPI_WIN_DISP_UNIT ||
+           c == MPI_WIN_CREATE_FLAVOR || c == MPI_WIN_MODEL;
 }
 
 static int attr_find(rma_win_t *win, int keyval)
@@ -97,10 +110,14 @@ static int attr_find(rma_win_t *win, int keyval)
 static int attr_delete(rma_win_t *win, int i)
 {
     keyval_t *kv = &keyvals[win->attrs[i].keyval & ~KEYVAL_MASK];
+    rma_attr_t *a = &win->attrs[i];
     int rc = MPI_SUCCESS;
 
-    if (kv->delete_fn != NULL)
-        rc = kv->delete_fn(win->handle, win->attrs[i].keyval, win->attrs[i].value, kv->extra_state);
+    if (kv->delete_fn != NULL && kv->delete_proxy != NULL)
+        rc = kv->delete_proxy(kv->delete_fn, win->handle, a->keyval, a->kind, a->value,
+                              kv->extra_state);
+    else if (kv->delete_fn != NULL)
+        rc = kv->delete_fn(win->handle, a->keyval, a->value, kv->extra_state);
     if (rc != MPI_SUCCESS)
         return rc;
     keyval_unref(kv);
@@ -108,13 +125,10 @@ static int attr_delete(rma_win_t *win, int i)
     return MPI_SUCCESS;
 }
 
-int MPI_Win_set_attr(MPI_Win handle, int keyval, void *value)
+static int attr_set(rma_win_t *win, int keyval, void *value, int kind, const char *func)
 {
-    static const char func[] = "MPI_Win_set_attr";
-    rma_win_t *win;
     int i, rc;
 
-    RMA_WIN_GET(win, handle, func);
     if (is_predefined(keyval))
         return rma_err(win, func, MPI_ERR_KEYVAL, "predefined attributes are read-only");
     if (keyval_get(keyval) == NULL)
@@ -136,17 +150,17 @@ int MPI_Win_set_attr(MPI_Win handle, int keyval, void *value)
     pthread_mutex_lock(&kv_lock);
     keyvals[keyval & ~KEYVAL_MASK].refcnt++;
     pthread_mutex_unlock(&kv_lock);
-    win->attrs[win->nattrs++] = (rma_attr_t){keyval, value};
+    win->attrs[win->nattrs++] = (rma_attr_t){keyval, kind, value};
     return MPI_SUCCESS;
 }
 
-int MPI_Win_get_attr(MPI_Win handle, int keyval, void *value, int *flag)
+/* Gets into *(void **)value what `kind` asks for: C (RMA_ATTR_PTR) gets the pointer set
+ * from C, or a pointer to an integer set from Fortran (valid until the window's attributes
+ * change); Fortran gets the word as set. */
+static int attr_get(rma_win_t *win, int keyval, void *value, int *flag, int kind, const char *func)
 {
-    static const char func[] = "MPI_Win_get_attr";
-    rma_win_t *win;
     int i;
 
-    RMA_WIN_GET(win, handle, func);
     if (value == NULL || flag == NULL)
         return rma_err(win, func, MPI_ERR_ARG, "attribute_val or flag is NULL");
     *flag = 1;
@@ -160,6 +174,11 @@ int MPI_Win_get_attr(MPI_Win handle, int keyval, void *value, int *flag)
     case MPI_WIN_DISP_UNIT: *(void **)value = &win->attr_disp_unit; return MPI_SUCCESS;
     case MPI_WIN_CREATE_FLAVOR: *(void **)value = &win->attr_flavor; return MPI_SUCCESS;
     case MPI_WIN_MODEL: *(void **)value = &win->attr_model; return MPI_SUCCESS;
+    case MPI_WIN_BASE + 1: *(intptr_t *)value = (intptr_t)win->base; return MPI_SUCCESS;
+    case MPI_WIN_SIZE + 1: *(intptr_t *)value = win->size; return MPI_SUCCESS;
+    case MPI_WIN_DISP_UNIT + 1: *(intptr_t *)value = win->disp_unit; return MPI_SUCCESS;
+    case MPI_WIN_CREATE_FLAVOR + 1: *(intptr_t *)value = win->flavor; return MPI_SUCCESS;
+    case MPI_WIN_MODEL + 1: *(intptr_t *)value = win->model; return MPI_SUCCESS;
     default: break;
     }
     if (keyval_get(keyval) == NULL) {
@@ -169,8 +188,62 @@ int MPI_Win_get_attr(MPI_Win handle, int keyval, void *value, int *flag)
     i = attr_find(win, keyval);
     *flag = i >= 0;
     if (i >= 0)
-        *(void **)value = win->attrs[i].value;
+        *(void **)value = kind == RMA_ATTR_PTR && win->attrs[i].kind != RMA_ATTR_PTR
+                              ? (void *)&win->attrs[i].value
+                              : win->attrs[i].value;
     return MPI_SUCCESS;
+}
+
+int MPI_Win_set_attr(MPI_Win handle, int keyval, void *value)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_set_attr");
+    return attr_set(win, keyval, value, RMA_ATTR_PTR, "MPI_Win_set_attr");
+}
+RMA_PMPI(Win_set_attr);
+
+int MPI_Win_get_attr(MPI_Win handle, int keyval, void *value, int *flag)
+{
+    rma_win_t *win;
+
+    RMA_WIN_GET(win, handle, "MPI_Win_get_attr");
+    return attr_get(win, keyval, value, flag, RMA_ATTR_PTR, "MPI_Win_get_attr");
+}
+RMA_PMPI(Win_get_attr);
+
+/* MPICH's Fortran bindings' calls (next.h): librma's windows and keyvals here, others on. */
+int MPII_Win_set_attr(MPI_Win handle, int keyval, void *value, int kind)
+{
+    rma_win_t *win = rma_win_lookup(handle);
+
+    if (win == NULL && rma_mpi.Win_set_attr != NULL)
+        return rma_mpi.Win_set_attr(handle, keyval, value, kind);
+    RMA_WIN_GET(win, handle, "MPI_Win_set_attr");
+    return attr_set(win, keyval, value, kind, "MPI_Win_set_attr");
+}
+
+int MPII_Win_get_attr(MPI_Win handle, int keyval, void *value, int *flag, int kind)
+{
+    rma_win_t *win = rma_win_lookup(handle);
+
+    if (win == NULL && rma_mpi.Win_get_attr != NULL)
+        return rma_mpi.Win_get_attr(handle, keyval, value, flag, kind);
+    RMA_WIN_GET(win, handle, "MPI_Win_get_attr");
+    return attr_get(win, keyval, value, flag, kind, "MPI_Win_get_attr");
+}
+
+void MPII_Keyval_set_proxy(int keyval, rma_attr_copy_proxy_t *copy, rma_attr_delete_proxy_t *del)
+{
+    keyval_t *kv;
+
+    pthread_mutex_lock(&kv_lock);
+    kv = keyval_get(keyval);
+    if (kv != NULL)
+        kv->delete_proxy = del; /* copy callbacks are never called (file comment) */
+    pthread_mutex_unlock(&kv_lock);
+    if (kv == NULL && rma_mpi.Keyval_set_proxy != NULL)
+        rma_mpi.Keyval_set_proxy(keyval, copy, del);
 }
 
 int MPI_Win_delete_attr(MPI_Win handle, int keyval)
@@ -191,6 +264,7 @@ int MPI_Win_delete_attr(MPI_Win handle, int keyval)
         return rma_err(win, func, rc, "the attribute's delete callback failed");
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_delete_attr);
 
 /* MPI_Win_free: delete every attribute, newest first; stops at a failing callback. */
 int rma_attr_delete_all(rma_win_t *win)
@@ -214,6 +288,7 @@ int MPI_Win_set_name(MPI_Win handle, const char *name)
     win->name[MPI_MAX_OBJECT_NAME - 1] = '\0';
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_set_name);
 
 int MPI_Win_get_name(MPI_Win handle, char *name, int *resultlen)
 {
@@ -226,6 +301,7 @@ int MPI_Win_get_name(MPI_Win handle, char *name, int *resultlen)
     *resultlen = (int)strlen(win->name);
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_get_name);
 
 int MPI_Win_get_group(MPI_Win handle, MPI_Group *group)
 {
@@ -237,6 +313,7 @@ int MPI_Win_get_group(MPI_Win handle, MPI_Group *group)
     int range[1][3] = {{0, win->nranks - 1, 1}};
     return PMPI_Group_range_incl(win->group, 1, range, group); /* a new handle to free */
 }
+RMA_PMPI(Win_get_group);
 
 int MPI_Win_set_info(MPI_Win handle, MPI_Info info)
 {
@@ -248,6 +325,7 @@ int MPI_Win_set_info(MPI_Win handle, MPI_Info info)
     rma_win_info_parse(win, info);
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_set_info);
 
 int MPI_Win_get_info(MPI_Win handle, MPI_Info *info_used)
 {
@@ -269,3 +347,4 @@ int MPI_Win_get_info(MPI_Win handle, MPI_Info *info_used)
     *info_used = info;
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_get_info);

@@ -43,12 +43,14 @@ int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
 {
     return win_create(base, size, disp_unit, info, comm, win, "MPI_Win_create");
 }
+RMA_PMPI(Win_create);
 
 int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                      MPI_Win *win)
 {
     return win_create(base, size, disp_unit, info, comm, win, "MPI_Win_create_c");
 }
+RMA_PMPI(Win_create_c);
 
 static int win_allocate(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                         void *baseptr, MPI_Win *handle, int shared, const char *func)
@@ -72,24 +74,28 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 {
     return win_allocate(size, disp_unit, info, comm, baseptr, win, 0, "MPI_Win_allocate");
 }
+RMA_PMPI(Win_allocate);
 
 int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                        void *baseptr, MPI_Win *win)
 {
     return win_allocate(size, disp_unit, info, comm, baseptr, win, 0, "MPI_Win_allocate_c");
 }
+RMA_PMPI(Win_allocate_c);
 
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                             void *baseptr, MPI_Win *win)
 {
     return win_allocate(size, disp_unit, info, comm, baseptr, win, 1, "MPI_Win_allocate_shared");
 }
+RMA_PMPI(Win_allocate_shared);
 
 int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                               void *baseptr, MPI_Win *win)
 {
     return win_allocate(size, disp_unit, info, comm, baseptr, win, 1, "MPI_Win_allocate_shared_c");
 }
+RMA_PMPI(Win_allocate_shared_c);
 
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *handle)
 {
@@ -104,6 +110,7 @@ int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *handle)
         *handle = win->handle;
     return rc;
 }
+RMA_PMPI(Win_create_dynamic);
 
 int MPI_Win_attach(MPI_Win handle, void *base, MPI_Aint size)
 {
@@ -112,6 +119,7 @@ int MPI_Win_attach(MPI_Win handle, void *base, MPI_Aint size)
     RMA_WIN_GET(win, handle, "MPI_Win_attach");
     return rma_win_attach(win, base, size);
 }
+RMA_PMPI(Win_attach);
 
 int MPI_Win_detach(MPI_Win handle, const void *base)
 {
@@ -120,6 +128,7 @@ int MPI_Win_detach(MPI_Win handle, const void *base)
     RMA_WIN_GET(win, handle, "MPI_Win_detach");
     return rma_win_detach(win, base);
 }
+RMA_PMPI(Win_detach);
 
 int MPI_Win_free(MPI_Win *handle)
 {
@@ -138,6 +147,7 @@ int MPI_Win_free(MPI_Win *handle)
     *handle = MPI_WIN_NULL;
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_free);
 
 /* The segment of `rank` as this process can load and store it: MPI-4.1 12.2.3 lets any
  * window but a dynamic one be queried, and gives size 0 and NULL for memory that cannot be
@@ -192,9 +202,11 @@ int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, 
         *disp_unit = (int)du;
     return rc;
 }
+RMA_PMPI(Win_shared_query);
 
 int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
                            void *baseptr)
 {
     return shared_query(win, rank, size, disp_unit, baseptr, "MPI_Win_shared_query_c");
 }
+RMA_PMPI(Win_shared_query_c);

@@ -3,6 +3,7 @@
  * (interposed so a handler librma still uses is not freed under it).
  */
 #include "binding/binding.h"
+#include "binding/next.h"
 
 int MPI_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *errhandler)
 {
@@ -11,15 +12,16 @@ int MPI_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *e
     if (fn == NULL || errhandler == NULL)
         return rma_err(NULL, "MPI_Win_create_errhandler", MPI_ERR_ARG,
                        "function or errhandler is NULL");
-    rc = PMPI_Win_create_errhandler(fn, errhandler);
+    rc = rma_mpi.Win_create_errhandler(fn, errhandler);
     if (rc != MPI_SUCCESS)
         return rc;
     if (rma_errh_register(*errhandler, fn) != 0) {
-        PMPI_Errhandler_free(errhandler);
+        rma_mpi.Errhandler_free(errhandler);
         return rma_err(NULL, "MPI_Win_create_errhandler", MPI_ERR_NO_MEM, "out of memory");
     }
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_create_errhandler);
 
 int MPI_Win_set_errhandler(MPI_Win handle, MPI_Errhandler errhandler)
 {
@@ -33,6 +35,7 @@ int MPI_Win_set_errhandler(MPI_Win handle, MPI_Errhandler errhandler)
     win->errhandler = errhandler;
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_set_errhandler);
 
 int MPI_Win_get_errhandler(MPI_Win handle, MPI_Errhandler *errhandler)
 {
@@ -45,6 +48,7 @@ int MPI_Win_get_errhandler(MPI_Win handle, MPI_Errhandler *errhandler)
     *errhandler = win->errhandler;
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_get_errhandler);
 
 int MPI_Win_call_errhandler(MPI_Win handle, int errorcode)
 {
@@ -54,6 +58,7 @@ int MPI_Win_call_errhandler(MPI_Win handle, int errorcode)
     rma_errh_call(win, errorcode);
     return MPI_SUCCESS;
 }
+RMA_PMPI(Win_call_errhandler);
 
 int MPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
@@ -61,13 +66,15 @@ int MPI_Errhandler_free(MPI_Errhandler *errhandler)
         *errhandler = MPI_ERRHANDLER_NULL;
         return MPI_SUCCESS;
     }
-    return PMPI_Errhandler_free(errhandler);
+    return rma_mpi.Errhandler_free(errhandler);
 }
+RMA_PMPI(Errhandler_free);
 
 /* librma's error codes carry their precise reason (see rma_err); others are MPICH's. */
 int MPI_Error_string(int errorcode, char *string, int *resultlen)
 {
     if (string != NULL && resultlen != NULL && rma_err_string(errorcode, string, resultlen))
         return MPI_SUCCESS;
-    return PMPI_Error_string(errorcode, string, resultlen);
+    return rma_mpi.Error_string(errorcode, string, resultlen);
 }
+RMA_PMPI(Error_string);

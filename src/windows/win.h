@@ -196,6 +196,7 @@ typedef struct rma_target {
 
 typedef struct rma_attr {
     int keyval;
+    int kind; /* how it was set: RMA_ATTR_PTR from C, an integer from Fortran (binding/next.h) */
     void *value;
 } rma_attr_t;
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "binding/next.h"
 #include "mpid/rma/env.h"
 
 typedef struct errh_ent {
@@ -85,7 +86,7 @@ int rma_errh_unref(MPI_Errhandler eh)
     }
     pthread_mutex_unlock(&errh_lock);
     if (last)
-        PMPI_Errhandler_free(&eh);
+        rma_mpi.Errhandler_free(&eh);
     return ours;
 }
 

@@ -1,6 +1,7 @@
 /*
  * preload - a plain MPI program (built with mpicc, not linked with librma) doing Put/Get on
- * allocate and create windows under fence, PSCW, lock and lock_all+flush. Run with
+ * allocate and create windows under fence, PSCW, lock and lock_all+flush (that once more by
+ * PMPI_ names, as a profiling tool above librma calls them). Run with
  * LD_PRELOAD=librma (testlist preload=1) it must find librma (dlsym(RTLD_DEFAULT,
  * "RMAX_Version")) and librma must own its windows (RMAX_Win_path on them succeeds); run
  * without (mpich=1) it must not find librma and pass on MPICH's own RMA.
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
             CHECK(rc == MPI_SUCCESS && path >= 1 && path <= 4,
                   "RMAX_Win_path on a window of this program: rc %d path %d", rc, path);
         }
-        for (int s = 0; s < 4; s++) {
+        for (int s = 0; s < 5; s++) {
             for (int i = 0; i < N; i++) {
                 m[i] = -1;
                 src[i] = rank * 10000 + s * 1000 + i;
@@ -97,6 +98,15 @@ int main(int argc, char **argv)
                 MPI_OK(MPI_Win_flush_all(win));
                 MPI_OK(MPI_Win_unlock_all(win));
                 break;
+            case 4: /* by PMPI_ names, as a profiling tool layered above librma calls */
+                MPI_OK(PMPI_Win_lock_all(0, win));
+                MPI_OK(PMPI_Put(src, N - 2, MPI_INT, right, 1, N - 2, MPI_INT, win));
+                MPI_OK(PMPI_Win_flush(right, win));
+                PMPI_Barrier(MPI_COMM_WORLD);
+                MPI_OK(PMPI_Get(dst, N, MPI_INT, right, 0, N, MPI_INT, win));
+                MPI_OK(PMPI_Win_flush_all(win));
+                MPI_OK(PMPI_Win_unlock_all(win));
+                break;
             }
             MPI_Barrier(MPI_COMM_WORLD);
             int bad = 0;
@@ -116,6 +126,7 @@ int main(int argc, char **argv)
     MPI_Group_free(&gr);
     MPI_Group_free(&world);
     if (rank == 0)
-        printf("allocate and create windows x fence, pscw, lock, lock_all+flush checked\n");
+        printf("allocate and create windows x fence, pscw, lock, lock_all+flush (by MPI_ and by "
+               "PMPI_ names) checked\n");
     return rt_finish("preload");
 }
