@@ -74,13 +74,17 @@ static size_t ctl_layout(rma_ctl_t *hdr, int n)
  * off-node. */
 static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, const char *func)
 {
-    int *node;
+    int *node, inter = 0;
 
     rma_env_init();
     win->flavor = flavor;
     win->leader = 0;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_rank(comm, &win->rank) != MPI_SUCCESS)
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
         return rma_err(NULL, func, MPI_ERR_COMM, "invalid communicator");
+    if (inter) /* the same answer on every rank: nobody waits in a collective */
+        return rma_err(NULL, func, MPI_ERR_COMM,
+                       "an intercommunicator cannot hold a window (MPI: intracommunicators only)");
+    PMPI_Comm_rank(comm, &win->rank);
     PMPI_Comm_size(comm, &win->nranks);
     PMPI_Comm_group(comm, &win->group);
     rma_win_info_parse(win, info);

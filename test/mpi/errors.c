@@ -351,6 +351,23 @@ static void handles(void)
     MPI_ERRCLASS(MPI_Win_allocate(8, -2, MPI_INFO_NULL, MPI_COMM_WORLD, &p, &freed),
                  MPI_ERR_DISP);
     MPI_ERRCLASS(MPI_Win_create(&v, 4, 1, MPI_INFO_NULL, MPI_COMM_NULL, &freed), MPI_ERR_COMM);
+    /* an intercommunicator holds no window: every flavor says so, and nobody waits in a
+     * collective for the other group (MPICH 4.0.2's own RMA dies with SIGSEGV here) */
+    if (nprocs >= 2) {
+        MPI_Comm half, inter;
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 7, &inter);
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+        freed = MPI_WIN_NULL;
+        MPI_ERRCLASS(MPI_Win_create(&v, 4, 1, MPI_INFO_NULL, inter, &freed), MPI_ERR_COMM);
+        MPI_ERRCLASS(MPI_Win_allocate(8, 1, MPI_INFO_NULL, inter, &p, &freed), MPI_ERR_COMM);
+        MPI_ERRCLASS(MPI_Win_allocate_shared(8, 1, MPI_INFO_NULL, inter, &p, &freed),
+                     MPI_ERR_COMM);
+        MPI_ERRCLASS(MPI_Win_create_dynamic(MPI_INFO_NULL, inter, &freed), MPI_ERR_COMM);
+        CHECK(freed == MPI_WIN_NULL, "no window made on an intercommunicator");
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&half);
+    }
     /* Free_mem of memory that MPI_Alloc_mem did not return */
     {
         int onstack[4];
