@@ -1,6 +1,6 @@
 /*
  * conform_optype - every predefined operation against every predefined datatype usable in
- * accumulates (issue 11, conformance). A pair (op, type) is "accepted" when MPI_Reduce_local
+ * accumulates (issue 11, conformance), those MPI_Type_create_f90_* returns among them. A pair (op, type) is "accepted" when MPI_Reduce_local
  * accepts it on 2 elements (MPI_REPLACE and MPI_NO_OP are accepted for every type). Rank 0
  * then does MPI_Accumulate (count 2; not with MPI_NO_OP, which MPI_Accumulate refuses),
  * MPI_Get_accumulate (count 2) and MPI_Fetch_and_op (count 1) into rank 1's window under
@@ -99,6 +99,10 @@ static struct tinfo types[] = {
     T(MPI_DOUBLE_PRECISION, K_DBL, G_FLOAT),
     T(MPI_LOGICAL, K_LOG, G_LOGICAL),
     T(MPI_CHARACTER, K_INT, G_NONE),
+    /* predefined too (MPI-4.0 19.1.9), made in main: MPI_Type_create_f90_* */
+    {"f90_real(15)", MPI_DATATYPE_NULL, K_DBL, G_FLOAT},
+    {"f90_integer(9)", MPI_DATATYPE_NULL, K_INT, G_FINT},
+    {"f90_complex(6)", MPI_DATATYPE_NULL, K_FCPLX, G_COMPLEX},
 };
 #define NT ((int)(sizeof(types) / sizeof(types[0])))
 
@@ -429,6 +433,10 @@ int main(int argc, char **argv)
     CHECK(nprocs >= 2, "needs 2 ranks");
     if (nprocs < 2)
         return rt_finish("conform_optype");
+
+    MPI_Type_create_f90_real(15, MPI_UNDEFINED, &types[NT - 3].dt);
+    MPI_Type_create_f90_integer(9, &types[NT - 2].dt);
+    MPI_Type_create_f90_complex(6, MPI_UNDEFINED, &types[NT - 1].dt);
 
     /* which pairs MPI_Reduce_local accepts */
     for (int t = 0; t < NT; t++) {
