@@ -21,8 +21,18 @@ static int check_create_args(const char *func, MPI_Aint size, MPI_Aint disp_unit
     return MPI_SUCCESS;
 }
 
-static int win_create(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
-                      MPI_Win *handle, const char *func)
+/* The communicator whose handler the errors of a window's creation go to: comm, unless it
+ * is no communicator at all. */
+static MPI_Comm creation_comm(MPI_Comm comm)
+{
+    int size;
+
+    return comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS ? comm
+                                                                               : MPI_COMM_NULL;
+}
+
+static int win_create_on(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
+                         MPI_Comm comm, MPI_Win *handle, const char *func)
 {
     rma_win_t *win;
     int rc = check_create_args(func, size, disp_unit, handle);
@@ -35,6 +45,16 @@ static int win_create(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info in
     rc = rma_win_create(base, size, (int)disp_unit, info, comm, &win);
     if (rc == MPI_SUCCESS)
         *handle = win->handle;
+    return rc;
+}
+
+static int win_create(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                      MPI_Win *handle, const char *func)
+{
+    MPI_Comm prev = rma_err_comm_set(creation_comm(comm));
+    int rc = win_create_on(base, size, disp_unit, info, comm, handle, func);
+
+    rma_err_comm_set(prev);
     return rc;
 }
 
@@ -52,8 +72,8 @@ int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info inf
 }
 RMA_PMPI(Win_create_c);
 
-static int win_allocate(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
-                        void *baseptr, MPI_Win *handle, int shared, const char *func)
+static int win_allocate_on(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                           void *baseptr, MPI_Win *handle, int shared, const char *func)
 {
     rma_win_t *win;
     int rc = check_create_args(func, size, disp_unit, handle);
@@ -66,6 +86,16 @@ static int win_allocate(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Co
     rc = rma_win_allocate(size, (int)disp_unit, info, comm, shared, baseptr, &win);
     if (rc == MPI_SUCCESS)
         *handle = win->handle;
+    return rc;
+}
+
+static int win_allocate(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                        void *baseptr, MPI_Win *handle, int shared, const char *func)
+{
+    MPI_Comm prev = rma_err_comm_set(creation_comm(comm));
+    int rc = win_allocate_on(size, disp_unit, info, comm, baseptr, handle, shared, func);
+
+    rma_err_comm_set(prev);
     return rc;
 }
 
@@ -99,15 +129,19 @@ RMA_PMPI(Win_allocate_shared_c);
 
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *handle)
 {
+    MPI_Comm prev = rma_err_comm_set(creation_comm(comm));
     rma_win_t *win;
     int rc;
 
-    if (handle == NULL)
-        return rma_err(NULL, "MPI_Win_create_dynamic", MPI_ERR_ARG, "win is NULL");
-    rma_init_once();
-    rc = rma_win_create_dynamic(info, comm, &win);
-    if (rc == MPI_SUCCESS)
-        *handle = win->handle;
+    if (handle == NULL) {
+        rc = rma_err(NULL, "MPI_Win_create_dynamic", MPI_ERR_ARG, "win is NULL");
+    } else {
+        rma_init_once();
+        rc = rma_win_create_dynamic(info, comm, &win);
+        if (rc == MPI_SUCCESS)
+            *handle = win->handle;
+    }
+    rma_err_comm_set(prev);
     return rc;
 }
 RMA_PMPI(Win_create_dynamic);

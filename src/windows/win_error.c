@@ -212,10 +212,21 @@ int rma_err_string(int code, char *out, int *len)
     return found;
 }
 
+static __thread MPI_Comm err_comm = MPI_COMM_NULL; /* rma_err_comm_set */
+
+MPI_Comm rma_err_comm_set(MPI_Comm comm)
+{
+    MPI_Comm prev = err_comm;
+
+    err_comm = comm;
+    return prev;
+}
+
 int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...)
 {
     char reason[512], where[160], text[RMA_ERR_TEXT];
     MPI_Errhandler eh = MPI_ERRORS_ARE_FATAL;
+    MPI_Comm comm = err_comm != MPI_COMM_NULL ? err_comm : MPI_COMM_WORLD;
     va_list ap;
     int code;
 
@@ -232,11 +243,11 @@ int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...
     snprintf(text, sizeof(text), "%s%s: %s [%s]", func, where, reason, class_name(errclass));
     code = err_code(errclass, text);
     if (win == NULL) {
-        PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh);
+        PMPI_Comm_get_errhandler(comm, &eh);
         if (eh != MPI_ERRORS_RETURN && eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT) {
-            /* user handler on the world communicator */
+            /* a user handler on the communicator */
             PMPI_Errhandler_free(&eh);
-            PMPI_Comm_call_errhandler(MPI_COMM_WORLD, code);
+            PMPI_Comm_call_errhandler(comm, code);
             return code;
         }
     }

@@ -4,7 +4,8 @@
  * An error is decided and reported once, where it is found: the caller names the MPI call
  * and the reason; the window's handler decides what happens (MPI_ERRORS_RETURN returns the
  * class, MPI_ERRORS_ARE_FATAL / MPI_ERRORS_ABORT print the message and abort, a user
- * handler is called). Calls without a valid window raise on MPI_COMM_WORLD's handler.
+ * handler is called). Calls without a valid window raise on MPI_COMM_WORLD's handler, but
+ * the creation of a window raises on its communicator's (rma_err_comm_set).
  */
 #ifndef RMA_WIN_ERROR_H
 #define RMA_WIN_ERROR_H
@@ -18,6 +19,11 @@
  * is the precise reason. */
 int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), cold, noinline));
+
+/* Makes errors raised without a window, in this thread, go to comm's handler (MPI: a
+ * window's creation raises its errors on its communicator) until set back; MPI_COMM_NULL
+ * for MPI_COMM_WORLD's. Returns the communicator set before. */
+MPI_Comm rma_err_comm_set(MPI_Comm comm);
 
 /* MPI_Error_string for a code rma_err returned: copies its precise text to out (at most
  * MPI_MAX_ERROR_STRING bytes with the NUL) and returns 1; 0 when the code is not librma's. */

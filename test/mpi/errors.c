@@ -409,6 +409,45 @@ static void no_locks(void)
         printf("no_locks checked\n");
 }
 
+static int comm_errh_calls, comm_errh_class;
+
+static void comm_errh(MPI_Comm *comm, int *code, ...)
+{
+    comm_errh_calls++;
+    MPI_Error_class(*code, &comm_errh_class);
+}
+
+/* A window's creation raises its errors on its communicator's handler, not on
+ * MPI_COMM_WORLD's: MPI_ERRORS_RETURN on the communicator returns the class while the world
+ * is fatal, and a user handler on it is called once. */
+static void creation_handler(void)
+{
+    MPI_Comm c;
+    MPI_Errhandler eh;
+    MPI_Win w = MPI_WIN_NULL;
+    void *p;
+    int v[4];
+
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL); /* a failure aborts */
+    MPI_ERRCLASS(MPI_Win_create(v, 16, 0, MPI_INFO_NULL, c, &w), MPI_ERR_DISP);
+    MPI_ERRCLASS(MPI_Win_allocate(-5, 1, MPI_INFO_NULL, c, &p, &w), MPI_ERR_SIZE);
+    MPI_ERRCLASS(MPI_Win_allocate_shared(8, 1, MPI_INFO_NULL, c, NULL, &w), MPI_ERR_ARG);
+    MPI_ERRCLASS(MPI_Win_create_dynamic(MPI_INFO_NULL, c, NULL), MPI_ERR_ARG);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_create_errhandler(comm_errh, &eh);
+    MPI_Comm_set_errhandler(c, eh);
+    MPI_Errhandler_free(&eh);
+    MPI_Win_create(v, 16, -1, MPI_INFO_NULL, c, &w);
+    CHECK(comm_errh_calls == 1 && comm_errh_class == MPI_ERR_DISP,
+          "the communicator's handler: %d calls, class %d", comm_errh_calls, comm_errh_class);
+    CHECK(w == MPI_WIN_NULL, "no window made");
+    MPI_Comm_free(&c);
+    if (rank == 0)
+        printf("creation errors on the communicator's handler checked\n");
+}
+
 int main(int argc, char **argv)
 {
     rt_init(&argc, &argv);
@@ -427,6 +466,7 @@ int main(int argc, char **argv)
     arguments();
     handles();
     no_locks();
+    creation_handler();
     check_own("the whole test");
     MPI_OK(MPI_Win_free(&win));
     free(buf);
