@@ -3,7 +3,8 @@
 ! bindings call MPI_ names, and both reach window attributes through MPICH-internal calls).
 ! Every window flavor (allocate, create, dynamic, shared) under fence, PSCW, lock and
 ! lock_all + flush, with put, get, accumulate, get_accumulate, fetch_and_op and
-! compare_and_swap, checked element by element; the predefined attributes as Fortran
+! compare_and_swap, checked element by element (with use mpi_f08 also a put of a strided
+! array section); the predefined attributes as Fortran
 ! values; a keyval with a Fortran delete callback; name, group, info; MPI_ERRORS_RETURN and
 ! a Fortran error handler. Run with librma preloaded (testlist preload=1) it must find
 ! librma and librma must own every window (RMAX_Win_path); run without (mpich=1) the same
@@ -263,6 +264,16 @@ contains
     ! fence: put to the right
     call MPI_Win_fence(0, win, ierr)
     if (f == 3) disp = addrs(r + 1)
+#ifdef F08
+    if (MPI_SUBARRAYS_SUPPORTED) then
+      ! a strided section: the binding describes it with a derived datatype
+      call MPI_Put(src(1:N:2), N / 2, MPI_INTEGER, r, disp, N / 2, MPI_INTEGER, win, ierr)
+      call MPI_Win_fence(0, win, ierr)
+      call check(all(mem(1:N/2) == [(l * 1000 + 2 * i - 1, i = 1, N / 2)]) .and. &
+                 all(mem(N/2+1:) == -1), "put of a strided section")
+      call MPI_Win_fence(0, win, ierr) ! nobody puts again before every rank has looked
+    end if
+#endif
     call MPI_Put(src, N, MPI_INTEGER, r, disp, N, MPI_INTEGER, win, ierr)
     call MPI_Win_fence(0, win, ierr)
     call check(all(mem == [(l * 1000 + i, i = 1, N)]), "put under fence")
