@@ -36,6 +36,7 @@ __attribute__((constructor)) static void next_resolve(void)
     found &= NEXT_PMPI(Win_create_errhandler) != NULL;
     found &= NEXT_PMPI(Errhandler_free) != NULL;
     found &= NEXT_PMPI(Error_string) != NULL;
+    found &= NEXT_PMPI(Request_get_status) != NULL;
     if (!found) { /* every call of MPI_Init would come back to librma */
         fprintf(stderr, "librma: the MPI library's PMPI_Init, PMPI_Finalize, ... are not found "
                         "past librma; link with rmacc or start with rmarun\n");

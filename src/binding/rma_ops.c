@@ -1,7 +1,9 @@
 /*
- * rma_ops.c - MPI_Put, MPI_Get and their request-based and large-count forms.
+ * rma_ops.c - MPI_Put, MPI_Get and their request-based and large-count forms, and
+ * MPI_Request_get_status, which drives the requests of all of them.
  */
 #include "binding/binding.h"
+#include "binding/next.h"
 #include "mpid/rma/rma.h"
 #include "sync/sync.h"
 
@@ -122,3 +124,13 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
                       "MPI_Rget_c");
 }
 RMA_PMPI(Rget_c);
+
+/* A request of MPI_Rput or MPI_Rget (or the accumulates) to an off-node target completes
+ * only as librma drives it; MPICH's MPI_Request_get_status does not ask (request.c). */
+int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
+{
+    if (req != MPI_REQUEST_NULL)
+        rma_request_poke(req);
+    return rma_mpi.Request_get_status(req, flag, status);
+}
+RMA_PMPI(Request_get_status);

@@ -1,7 +1,7 @@
 /*
  * rput_rget - request-based RMA: MPI_Rput/MPI_Rget and their _c forms completed with
- * MPI_Wait, MPI_Test, MPI_Waitall, MPI_Testany, MPI_Testall, MPI_Waitany and
- * MPI_Request_free, under lock and lock_all, on allocate and create windows; values are
+ * MPI_Wait, MPI_Test, MPI_Waitall, MPI_Testany, MPI_Testall, MPI_Waitany,
+ * MPI_Request_get_status and MPI_Request_free, under lock and lock_all, on allocate and create windows; values are
  * checked at the target and at the origin. Request-based operations outside a passive
  * target epoch (none, fence, PSCW) fail with MPI_ERR_RMA_SYNC and create no request.
  */
@@ -90,6 +90,17 @@ static void run(int create)
         MPI_OK(MPI_Testall(2, req, &flag, sts));
     }
     CHECK(flag, "%s: Testall never completed", fl);
+    /* MPI_Request_get_status alone completes it (and leaves the request to free) */
+    MPI_OK(MPI_Rget(dst + 60, 4, MPI_INT, right, 250, 4, MPI_INT, win, &req[0]));
+    flag = 0;
+    for (double t0 = MPI_Wtime(); !flag && MPI_Wtime() - t0 < 30;)
+        MPI_OK(MPI_Request_get_status(req[0], &flag, MPI_STATUS_IGNORE));
+    CHECK(flag && req[0] != MPI_REQUEST_NULL, "%s: Request_get_status: flag %d in 30 s", fl,
+          flag);
+    MPI_OK(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
+    for (int i = 60; i < 64; i++)
+        CHECK(dst[i] == 1000000 * right + 190 + i, "%s: Request_get_status Rget dst[%d] = %d", fl,
+              i, dst[i]);
     MPI_OK(MPI_Rput(src + 68, 4, MPI_INT, right, 68, 4, MPI_INT, win, &req[0]));
     MPI_OK(MPI_Request_free(&req[0]));
     CHECK(req[0] == MPI_REQUEST_NULL, "%s: Request_free must null the handle", fl);
@@ -159,7 +170,7 @@ static void run(int create)
     free(own);
     if (rank == 0)
         printf("%s: Rput/Rget with Wait, Test, Waitall, Testany, Testall, Waitany, "
-               "Request_free and the epoch errors checked\n", fl);
+               "Request_get_status, Request_free and the epoch errors checked\n", fl);
 }
 
 int main(int argc, char **argv)

@@ -8,10 +8,12 @@
  * reads from: rma_nm_need_local): a request completes locally, as MPI says. For the others
  * the request starts a flush of the target without waiting, and MPI_Test/MPI_Wait drive
  * it (the poll and wait functions) until it is over, so that the transfer overlaps what
- * the caller does in between.
+ * the caller does in between. MPI_Request_get_status drives them too (rma_request_poke),
+ * through the list of those in flight.
  */
 #include <errno.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,11 @@ typedef struct req_flush {
     void *flush;
     rma_xfer_job_t *job; /* or the copy the agent makes (rma_xfer_req) */
     int done, err;
+    struct req_flush *prev, *next; /* in `flight` from its start to req_free */
 } req_flush_t;
+
+static pthread_mutex_t flight_mtx = PTHREAD_MUTEX_INITIALIZER;
+static req_flush_t *flight;
 
 /* Drives st's flush once; completes the request when it is over. 0 while it is not. */
 static int req_step(req_flush_t *st)
@@ -80,6 +86,16 @@ static int req_free(void *extra)
 {
     req_flush_t *st = extra;
 
+    if (st != NULL) {
+        pthread_mutex_lock(&flight_mtx);
+        if (st->prev != NULL)
+            st->prev->next = st->next;
+        else if (flight == st)
+            flight = st->next;
+        if (st->next != NULL)
+            st->next->prev = st->prev;
+        pthread_mutex_unlock(&flight_mtx);
+    }
     if (st != NULL && st->job != NULL) { /* the copy may still read or write the buffers */
         rma_agent_job_finish(&st->job->job);
         free(st->job);
@@ -159,9 +175,15 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
         }
     }
     rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, st, &r);
-    if (rc == MPI_SUCCESS && st != NULL)
+    if (rc == MPI_SUCCESS && st != NULL) {
         st->req = r;
-    else if (rc == MPI_SUCCESS)
+        pthread_mutex_lock(&flight_mtx);
+        st->next = flight;
+        if (flight != NULL)
+            flight->prev = st;
+        flight = st;
+        pthread_mutex_unlock(&flight_mtx);
+    } else if (rc == MPI_SUCCESS)
         rc = PMPI_Grequest_complete(r);
     if (rc != MPI_SUCCESS) {
         if (st != NULL) /* the operation's flush is left to the next one */
@@ -170,4 +192,15 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
     }
     *req = r;
     return MPI_SUCCESS;
+}
+
+void rma_request_poke(MPI_Request req)
+{
+    pthread_mutex_lock(&flight_mtx);
+    for (req_flush_t *st = flight; st != NULL; st = st->next)
+        if (st->req == req) {
+            req_step(st);
+            break;
+        }
+    pthread_mutex_unlock(&flight_mtx);
 }

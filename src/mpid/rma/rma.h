@@ -264,4 +264,8 @@ int rma_request_check(rma_win_t *win, MPI_Request *req, int trank, const char *f
 int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t *job,
                      const char *func);
 
+/* Drives req once if it is one of these still in flight (MPICH polls a generalized request
+ * in MPI_Test, MPI_Wait and their kin, but not in MPI_Request_get_status). */
+void rma_request_poke(MPI_Request req);
+
 #endif
