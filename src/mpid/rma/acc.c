@@ -1068,8 +1068,8 @@ static int acc_check_basic(rma_win_t *win, const rma_dtl_t *d, MPI_Aint count, M
                    side, (unsigned)d->basic, (unsigned)basic);
 }
 
-/* A predefined datatype of the accumulate operations: a named one, or one that
- * MPI_Type_create_f90_real/complex/integer returned (predefined too, MPI-4.0 19.1.9). */
+/* A predefined datatype of the accumulate operations: one of their named types, or one
+ * that MPI_Type_create_f90_* returned (predefined too: rma_dtl_comb_predefined). */
 static int acc_is_predefined(MPI_Datatype dt)
 {
     int ni, na, nt, comb;
@@ -1077,8 +1077,7 @@ static int acc_is_predefined(MPI_Datatype dt)
     if (rma_acc_type_class(dt) != RMA_AC_INVALID)
         return 1;
     return PMPI_Type_get_envelope(dt, &ni, &na, &nt, &comb) == MPI_SUCCESS &&
-           (comb == MPI_COMBINER_F90_REAL || comb == MPI_COMBINER_F90_COMPLEX ||
-            comb == MPI_COMBINER_F90_INTEGER);
+           comb != MPI_COMBINER_NAMED && rma_dtl_comb_predefined(comb);
 }
 
 int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, MPI_Datatype otype,

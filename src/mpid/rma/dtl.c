@@ -505,8 +505,7 @@ free_types:
         int ci, ca, ct, cc;
         if (PMPI_Type_get_envelope(types[i], &ci, &ca, &ct, &cc) != MPI_SUCCESS)
             continue;
-        if (cc != MPI_COMBINER_NAMED && cc != MPI_COMBINER_F90_REAL &&
-            cc != MPI_COMBINER_F90_COMPLEX && cc != MPI_COMBINER_F90_INTEGER)
+        if (!rma_dtl_comb_predefined(cc))
             PMPI_Type_free(&types[i]);
     }
 free_arrays:
@@ -539,8 +538,7 @@ static int build(builder_t *b, MPI_Datatype t, dtl_item_t *out, MPI_Datatype *ba
     int ni, na, nt, comb;
     if (PMPI_Type_get_envelope(t, &ni, &na, &nt, &comb) != MPI_SUCCESS)
         return MPI_ERR_TYPE;
-    if (comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||
-        comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER) {
+    if (rma_dtl_comb_predefined(comb)) {
         int size, tc = MPI_TYPECLASS_REAL;
         if (PMPI_Type_size(t, &size) != MPI_SUCCESS)
             return MPI_ERR_TYPE;
@@ -717,8 +715,7 @@ static int type_is_committed(MPI_Datatype type)
 
     if (PMPI_Type_get_envelope(type, &ni, &na, &nt, &comb) != MPI_SUCCESS)
         return 0;
-    if (comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||
-        comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER)
+    if (rma_dtl_comb_predefined(comb))
         return 1;
     pthread_mutex_lock(&dtl_lock);
     PMPI_Comm_get_errhandler(MPI_COMM_SELF, &eh);

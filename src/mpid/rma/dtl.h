@@ -41,6 +41,15 @@ struct rma_dtl {
     struct rma_dtl_node *allocs_; /* every node this layout owns */
 };
 
+/* 1 when a type whose envelope has this combiner is predefined: a named type, or one that
+ * MPI_Type_create_f90_real/complex/integer returned (MPI-4.0 19.1.9); such a type is never
+ * freed. */
+static inline int rma_dtl_comb_predefined(int comb)
+{
+    return comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_REAL ||
+           comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER;
+}
+
 /* Static table of builtin-kind predefined types, indexed by (handle & 0xff). */
 extern rma_dtl_t rma_dtl_builtin_table_[256];
 
