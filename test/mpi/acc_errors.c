@@ -96,6 +96,10 @@ static void errors_on(MPI_Win w, MPI_Aint base, int target, const char *what)
     MPI_ERRCLASS(MPI_Compare_and_swap(&one, &cmp, ires, vec, target, base, w), MPI_ERR_TYPE);
     MPI_ERRCLASS(MPI_Compare_and_swap(dbuf, dbuf, &dres, MPI_DOUBLE, target, base, w),
                  MPI_ERR_TYPE);
+    MPI_ERRCLASS(MPI_Compare_and_swap(ibuf, ibuf, ires, MPI_WCHAR, target, base, w),
+                 MPI_ERR_TYPE);
+    MPI_ERRCLASS(MPI_Compare_and_swap(ibuf, ibuf, ires, MPI_PACKED, target, base, w),
+                 MPI_ERR_TYPE);
     MPI_ERRCLASS(MPI_Accumulate(ibuf, 1, MPI_DATATYPE_NULL, target, base, 1, MPI_INT, MPI_SUM,
                                 w), MPI_ERR_TYPE);
     MPI_ERRCLASS(MPI_Accumulate(ibuf, 1, MPI_INT, target, base, 1, MPI_DATATYPE_NULL, MPI_SUM,

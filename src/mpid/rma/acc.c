@@ -41,14 +41,21 @@ const uint16_t rma_acc_class_ops[RMA_AC_COUNT] = {
     [RMA_AC_OTHER] = OPS_RO,
 };
 
-#define SK(T)            (sizeof(T) == 8 ? RMA_AK_S64 : sizeof(T) == 4 ? RMA_AK_S32 : RMA_AK_LOCKED)
-#define CK               (CHAR_MIN < 0 ? RMA_AK_S8 : RMA_AK_U8) /* plain char's signedness */
-#define UK(T)            (sizeof(T) == 8 ? RMA_AK_U64 : sizeof(T) == 4 ? RMA_AK_U32 : RMA_AK_LOCKED)
-#define T(dt, kind, cls) [(unsigned)(dt)&0xffu] = {(dt), (kind), (cls), RMA_DT_BUILTIN_SIZE(dt), 0}
+#define SK(T)        (sizeof(T) == 8 ? RMA_AK_S64 : sizeof(T) == 4 ? RMA_AK_S32 : RMA_AK_LOCKED)
+#define CK           (CHAR_MIN < 0 ? RMA_AK_S8 : RMA_AK_U8) /* plain char's signedness */
+#define UK(T)        (sizeof(T) == 8 ? RMA_AK_U64 : sizeof(T) == 4 ? RMA_AK_U32 : RMA_AK_LOCKED)
+/* MPI-4 allows MPI_Compare_and_swap on integer, logical and byte types; MPICH takes the
+ * character types too (bits are compared, nothing is computed), and its own RMA tests
+ * (errors/rma/cas_type_check) require MPI_CHAR, so these take it as well: TC. */
+#define CAS_CLS(cls) ((cls) == RMA_AC_INT || (cls) == RMA_AC_LOGICAL || (cls) == RMA_AC_BYTE)
+#define T_(dt, kind, cls, cas)                                                                     \
+    [(unsigned)(dt)&0xffu] = {(dt), (kind), (cls), RMA_DT_BUILTIN_SIZE(dt), (cas)}
+#define T(dt, kind, cls) T_(dt, kind, cls, CAS_CLS(cls))
+#define TC(dt, kind)     T_(dt, kind, RMA_AC_OTHER, 1)
 
 /* Every predefined builtin datatype; -Woverride-init would catch two sharing an index. */
 const rma_acc_type_t rma_acc_types[256] = {
-    T(MPI_CHAR, CK, RMA_AC_OTHER),
+    TC(MPI_CHAR, CK),
     T(MPI_SIGNED_CHAR, RMA_AK_S8, RMA_AC_INT),
     T(MPI_UNSIGNED_CHAR, RMA_AK_U8, RMA_AC_INT),
     T(MPI_BYTE, RMA_AK_U8, RMA_AC_BYTE),
@@ -86,7 +93,7 @@ const rma_acc_type_t rma_acc_types[256] = {
     T(MPI_CXX_DOUBLE_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
     T(MPI_CXX_LONG_DOUBLE_COMPLEX, RMA_AK_LOCKED, RMA_AC_COMPLEX),
     /* Fortran types: integers and reals share the C mechanism of their size */
-    T(MPI_CHARACTER, CK, RMA_AC_OTHER),
+    TC(MPI_CHARACTER, CK),
     T(MPI_LOGICAL, RMA_AK_LOCKED, RMA_AC_LOGICAL),
     T(MPI_INTEGER, RMA_AK_S32, RMA_AC_INT),
     T(MPI_INTEGER1, RMA_AK_S8, RMA_AC_INT),
@@ -109,6 +116,9 @@ const rma_acc_type_t rma_acc_types[256] = {
 };
 
 #undef T
+#undef TC
+#undef T_
+#undef CAS_CLS
 #undef SK
 #undef UK
 #undef CK
@@ -214,6 +224,14 @@ int rma_acc_type_class(MPI_Datatype basic)
     if (h >= (unsigned)MPI_FLOAT_INT && h <= (unsigned)MPI_LONG_DOUBLE_INT)
         return RMA_AC_PAIR;
     return RMA_AC_INVALID;
+}
+
+/* 1 when MPI_Compare_and_swap takes predefined type basic (rma_acc_type_t.cas). */
+static int type_cas(MPI_Datatype basic)
+{
+    const rma_acc_type_t *ty = &rma_acc_types[(unsigned)basic & 0xff];
+
+    return RMA_DT_IS_BUILTIN(basic) && ty->handle == basic && ty->cas;
 }
 
 static const char *const op_names[RMA_OP_COUNT] = {
@@ -1153,11 +1171,11 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     if (tbytes > 0 && a->rd &&
         (rc = acc_check_basic(win, a->rd, rcount, a->basic, "result", func)) != MPI_SUCCESS)
         return rc;
-    if (kind == RMA_CAS && cls != RMA_AC_INT && cls != RMA_AC_LOGICAL && cls != RMA_AC_BYTE &&
-        cls != RMA_AC_INVALID)
+    if (kind == RMA_CAS && cls != RMA_AC_INVALID && !type_cas(a->basic))
         return rma_err(win, func, MPI_ERR_TYPE,
-                       "the datatype must be an integer, logical or byte type, not %s",
-                       class_names[cls]);
+                       "compare-and-swap takes an integer, logical, byte, MPI_CHAR or "
+                       "MPI_CHARACTER datatype, not 0x%x",
+                       (unsigned)a->basic);
     /* a call of no element applies no op: MPICH and Open MPI accept any pair then */
     if (tbytes > 0 && cls != RMA_AC_INVALID && !rma_acc_op_allowed(a->basic, opi))
         return rma_err(win, func, MPI_ERR_OP, "%s is not defined for %s (datatype 0x%x)",
@@ -1315,7 +1333,6 @@ size_t rma_acc_serve_esize(MPI_Datatype basic)
 const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t bytes, size_t *data)
 {
     size_t es = rma_acc_serve_esize(basic);
-    int cls = rma_acc_type_class(basic);
 
     if (kind != RMA_ACC && kind != RMA_GACC && kind != RMA_FOP && kind != RMA_CAS)
         return "unknown accumulate kind";
@@ -1323,14 +1340,15 @@ const char *rma_acc_serve_check(int kind, int op, MPI_Datatype basic, uint64_t b
         return "not a predefined datatype usable in accumulates";
     if (op < 0 || op >= RMA_OP_COUNT)
         return "unknown operation";
-    if (kind == RMA_CAS && (cls == RMA_AC_INT || cls == RMA_AC_LOGICAL || cls == RMA_AC_BYTE)) {
+    if (kind == RMA_CAS && type_cas(basic)) {
         if (bytes != es)
             return "compare-and-swap of more than one element";
         *data = 2 * es;
         return NULL;
     }
     if (kind == RMA_CAS)
-        return "compare-and-swap on a datatype that is not an integer, logical or byte";
+        return "compare-and-swap on a datatype that is not an integer, logical, byte, MPI_CHAR or "
+               "MPI_CHARACTER";
     if (!rma_acc_op_allowed(basic, op) || (kind == RMA_ACC && op == RMA_OP_NO_OP))
         return "operation not allowed on the datatype";
     if (!serve_known(basic, op))

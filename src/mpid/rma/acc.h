@@ -115,7 +115,7 @@ typedef struct rma_acc_type {
     uint8_t kind; /* RMA_AK_* */
     uint8_t cls;  /* RMA_AC_* */
     uint8_t size; /* bytes of one element */
-    uint8_t pad;
+    uint8_t cas;  /* 1: MPI_Compare_and_swap accepts it (integer, logical, byte, character) */
 } rma_acc_type_t;
 
 extern const rma_acc_type_t rma_acc_types[256];
@@ -414,9 +414,7 @@ static inline int rma_compare_and_swap(rma_win_t *win, const void *origin, const
     const rma_acc_type_t *ty;
     char *t = rma_acc_fast_target(win, dt, RMA_OP_REPLACE, trank, tdisp, &ty);
 
-    if (rma_likely(t != NULL &&
-                   (ty->cls == RMA_AC_INT || ty->cls == RMA_AC_LOGICAL || ty->cls == RMA_AC_BYTE) &&
-                   origin != NULL && compare != NULL && result != NULL)) {
+    if (rma_likely(t != NULL && ty->cas && origin != NULL && compare != NULL && result != NULL)) {
         win->ops_in_fence = 1;
         rma_acc_cas(ty->size, t, origin, compare, result);
         return MPI_SUCCESS;
