@@ -13,6 +13,7 @@
  * a value set from Fortran is an integer, which C gets a pointer to.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -331,6 +332,7 @@ int MPI_Win_get_info(MPI_Win handle, MPI_Info *info_used)
 {
     rma_win_t *win;
     MPI_Info info;
+    char num[24];
 
     RMA_WIN_GET(win, handle, "MPI_Win_get_info");
     if (info_used == NULL)
@@ -339,6 +341,8 @@ int MPI_Win_get_info(MPI_Win handle, MPI_Info *info_used)
     PMPI_Info_set(info, "no_locks", win->info.no_locks ? "true" : "false");
     PMPI_Info_set(info, "accumulate_ordering", win->info.accumulate_ordering);
     PMPI_Info_set(info, "accumulate_ops", win->info.accumulate_ops);
+    snprintf(num, sizeof(num), "%ld", win->info.accumulate_granularity);
+    PMPI_Info_set(info, "mpi_accumulate_granularity", num);
     PMPI_Info_set(info, "same_size", win->info.same_size ? "true" : "false");
     PMPI_Info_set(info, "same_disp_unit", win->info.same_disp_unit ? "true" : "false");
     if (win->flavor == MPI_WIN_FLAVOR_SHARED)

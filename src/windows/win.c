@@ -3,6 +3,7 @@
  */
 #include "windows/win.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,21 @@ static void info_str(MPI_Info info, const char *key, char *dst, size_t len)
         strcpy(dst, val);
 }
 
+/* A non-negative decimal integer for key, else dflt (a malformed hint is ignored). */
+static long info_count(MPI_Info info, const char *key, long dflt)
+{
+    char val[32], *end;
+    long v;
+
+    val[0] = '\0';
+    info_str(info, key, val, sizeof(val));
+    if (val[0] == '\0')
+        return dflt;
+    errno = 0;
+    v = strtol(val, &end, 10);
+    return errno == 0 && end != val && *end == '\0' && v >= 0 ? v : dflt;
+}
+
 void rma_win_info_parse(rma_win_t *win, MPI_Info info)
 {
     rma_win_info_t *wi = &win->info;
@@ -181,4 +197,6 @@ void rma_win_info_parse(rma_win_t *win, MPI_Info info)
         info_bool(info, "alloc_shared_noncontig", wi->alloc_shared_noncontig);
     info_str(info, "accumulate_ordering", wi->accumulate_ordering, sizeof(wi->accumulate_ordering));
     info_str(info, "accumulate_ops", wi->accumulate_ops, sizeof(wi->accumulate_ops));
+    wi->accumulate_granularity =
+        info_count(info, "mpi_accumulate_granularity", wi->accumulate_granularity);
 }

@@ -205,6 +205,9 @@ typedef struct rma_win_info {
     int same_size;
     int same_disp_unit;
     int alloc_shared_noncontig;
+    long accumulate_granularity; /* MPI-4 mpi_accumulate_granularity, bytes; 0: the default.
+                                    A permission to be less atomic; librma keeps its own
+                                    element-wise atomicity, which satisfies any value. */
     char accumulate_ordering[64];
     char accumulate_ops[32];
 } rma_win_info_t;

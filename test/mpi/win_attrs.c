@@ -247,17 +247,32 @@ static void infos(void)
     info_expect(used, "accumulate_ops", "same_op_no_op", "defaults");
     info_expect(used, "same_size", "false", "defaults");
     info_expect(used, "same_disp_unit", "false", "defaults");
+    info_expect(used, "mpi_accumulate_granularity", "0", "defaults"); /* MPI-4.0 */
     MPI_Info_free(&used);
     /* set_info changes what get_info returns */
     MPI_Info_create(&in);
     MPI_Info_set(in, "accumulate_ordering", "none");
     MPI_Info_set(in, "accumulate_ops", "same_op");
+    MPI_Info_set(in, "mpi_accumulate_granularity", "8");
     MPI_OK(MPI_Win_set_info(win, in));
     MPI_Info_free(&in);
     MPI_OK(MPI_Win_get_info(win, &used));
     info_expect(used, "accumulate_ordering", "none", "after set_info");
     info_expect(used, "accumulate_ops", "same_op", "after set_info");
     info_expect(used, "no_locks", "false", "after set_info");
+    info_expect(used, "mpi_accumulate_granularity", "8", "after set_info");
+    MPI_Info_free(&used);
+    /* a value that is not a non-negative integer is ignored, as an unknown key is */
+    MPI_Info_create(&in);
+    MPI_Info_set(in, "mpi_accumulate_granularity", "-4");
+    MPI_Info_set(in, "librma_no_such_key", "1");
+    MPI_OK(MPI_Win_set_info(win, in));
+    MPI_Info_set(in, "mpi_accumulate_granularity", "16 bytes");
+    MPI_OK(MPI_Win_set_info(win, in));
+    MPI_Info_free(&in);
+    MPI_OK(MPI_Win_get_info(win, &used));
+    info_expect(used, "mpi_accumulate_granularity", "8", "after malformed values");
+    info_expect(used, "librma_no_such_key", NULL, "after an unknown key");
     MPI_Info_free(&used);
     MPI_OK(MPI_Win_free(&win));
     /* keys given at creation */
@@ -267,6 +282,7 @@ static void infos(void)
     MPI_Info_set(in, "same_size", "true");
     MPI_Info_set(in, "same_disp_unit", "true");
     MPI_Info_set(in, "alloc_shared_noncontig", "true");
+    MPI_Info_set(in, "mpi_accumulate_granularity", "64");
     MPI_OK(MPI_Win_allocate_shared(16, 4, in, rt_node_comm(), &mem, &win));
     MPI_OK(MPI_Win_get_info(win, &used));
     info_expect(used, "no_locks", "true", "shared, given");
@@ -274,6 +290,7 @@ static void infos(void)
     info_expect(used, "same_size", "true", "shared, given");
     info_expect(used, "same_disp_unit", "true", "shared, given");
     info_expect(used, "alloc_shared_noncontig", "true", "shared, given");
+    info_expect(used, "mpi_accumulate_granularity", "64", "shared, given");
     MPI_Info_free(&used);
     MPI_OK(MPI_Win_free(&win));
     MPI_OK(MPI_Win_allocate_shared(16, 4, MPI_INFO_NULL, rt_node_comm(), &mem, &win));
