@@ -6,7 +6,7 @@
  * reached by peers through cross-memory attach at first. Each origin counts what that
  * costs it per target; once the cost reaches what moving the region onto a shared segment
  * would cost, it asks the owner (move_addr in the owner's control slot, and a write to the
- * owner's agent eventfd). The owner's progress agent moves the pages under userfaultfd
+ * owner's agent doorbell). The owner's progress agent moves the pages under userfaultfd
  * write protection (memreg.c: no write of any thread is lost) and publishes the segment:
  * create windows in the owner's control slot under a sequence lock, dynamic windows in the
  * region table. Origins then map it, and their puts and gets take the inline path.

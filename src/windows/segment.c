@@ -1,5 +1,6 @@
 /*
- * segment.c - memfd segments and mapping them from peers with pidfd_getfd.
+ * segment.c - memfd segments and mapping them from peers with pidfd_getfd, or through
+ * /proc/<pid>/fd where that is missing.
  */
 #define _GNU_SOURCE
 #include "windows/segment.h"
@@ -7,11 +8,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "mpid/rma/env.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -29,6 +33,7 @@ typedef struct pidfd_ent {
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pidfd_ent_t *pidfds;
 static int npidfds, pidfds_cap;
+static _Atomic int pidfd_missing; /* pidfd_open or pidfd_getfd said ENOSYS: /proc/<pid>/fd alone */
 static _Atomic uint64_t next_seg_id = 1;
 static int sharing_state = -1;
 
@@ -103,16 +108,37 @@ static int pidfd_of(pid_t pid)
     return fd;
 }
 
+/* Descriptor fd of process pid opened anew through /proc/<pid>/fd: the same file (a memfd,
+ * a pipe), which needs the permission to read the process's state (ptrace read, less than
+ * the attach that pidfd_getfd and CMA need). For kernels before 5.6 (no pidfd_getfd),
+ * valgrind, and seccomp filters that refuse pidfd_getfd. Unlike a pidfd the pid could name
+ * another process if pid had died and its number been reused; a dead peer ends the job
+ * first (sync/peer_fail.c). -1 with errno set on failure. */
+static int proc_getfd(int pid, int fd)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+    return open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+}
+
 int rma_seg_getfd(int pid, int fd)
 {
-    int pidfd;
+    int pidfd = -1, dup_fd = -1;
 
     pthread_mutex_lock(&seg_lock);
-    pidfd = pidfd_of(pid);
+    if (rma_env.pidfd && !pidfd_missing) {
+        pidfd = pidfd_of(pid);
+        if (pidfd < 0 && errno == ENOSYS)
+            pidfd_missing = 1;
+    }
     pthread_mutex_unlock(&seg_lock);
-    if (pidfd < 0)
-        return -1;
-    return (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    if (pidfd >= 0) {
+        dup_fd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+        if (dup_fd < 0 && errno == ENOSYS)
+            pidfd_missing = 1; /* Linux 5.3-5.5: pidfd_open without pidfd_getfd */
+    }
+    return dup_fd >= 0 ? dup_fd : proc_getfd(pid, fd);
 }
 
 void *rma_seg_attach(const rma_seg_desc_t *desc)
@@ -136,21 +162,17 @@ void rma_seg_detach(void *addr, size_t len)
 int rma_seg_sharing_works(void)
 {
     void *addr;
-    int fd, pidfd, dup_fd;
+    int fd, dup_fd;
 
     if (sharing_state >= 0)
         return sharing_state;
     sharing_state = 0;
     if (rma_seg_create(rma_page_size(), NULL, &addr, &fd) != 0)
         return 0;
-    pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-    if (pidfd >= 0) {
-        dup_fd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-        if (dup_fd >= 0) {
-            sharing_state = 1;
-            close(dup_fd);
-        }
-        close(pidfd);
+    dup_fd = rma_seg_getfd(getpid(), fd);
+    if (dup_fd >= 0) {
+        sharing_state = 1;
+        close(dup_fd);
     }
     munmap(addr, rma_page_size());
     close(fd);

@@ -4,8 +4,9 @@
  * A segment is an anonymous memory file (memfd): it never has a name in the file system,
  * so nothing can be left in /dev/shm, even when a process crashes. A peer maps it by
  * duplicating the owner's descriptor with pidfd_getfd(2) (the same permission CMA needs),
- * so a segment can be mapped lazily long after it was created (dynamic windows,
- * MPI_Alloc_mem memory).
+ * or, where that is missing (Linux before 5.6, valgrind, seccomp), by opening it anew through
+ * /proc/<pid>/fd, so a segment can be mapped lazily long after it was created (dynamic
+ * windows, MPI_Alloc_mem memory).
  */
 #ifndef RMA_SEGMENT_H
 #define RMA_SEGMENT_H
@@ -30,13 +31,14 @@ int rma_seg_create(size_t len, void *fixed, void **addr_p, int *fd_p);
 /* Maps a peer's segment read-write. Returns the address, or NULL (errno set). */
 void *rma_seg_attach(const rma_seg_desc_t *desc);
 
-/* A duplicate here of descriptor fd of process pid (pidfd_getfd), or -1 (errno set). */
+/* Descriptor fd of process pid, here: duplicated with pidfd_getfd, or opened anew through
+ * /proc/<pid>/fd (RMA_PIDFD=0, or pidfd_getfd missing or refused). -1 (errno set). */
 int rma_seg_getfd(int pid, int fd);
 
 /* Unmaps a mapping made by rma_seg_create or rma_seg_attach. */
 void rma_seg_detach(void *addr, size_t len);
 
-/* 1 when peers' segments can be mapped (pidfd_getfd works here), else 0. Cached. */
+/* 1 when peers' segments can be mapped (rma_seg_getfd works here), else 0. Cached. */
 int rma_seg_sharing_works(void);
 
 /* A new process-unique segment id (never 0). */

@@ -71,7 +71,7 @@ typedef struct rma_ctl_rank {
     uint64_t expose_seg_base; /* owner's address of the segment's first byte */
     uint64_t expose_seg_len;
     int32_t expose_seg_fd;
-    _Atomic int32_t agent_fd;     /* the owner's agent eventfd (its descriptor), 0: none */
+    _Atomic int32_t agent_fd;     /* the owner's agent doorbell (its descriptor), 0: none */
     _Atomic uint64_t move_addr;   /* a peer asks: move the memory holding this address */
     _Atomic uint32_t moving;      /* the owner's agent is moving memory: no CMA writes */
     _Atomic uint32_t cma_writers; /* peers' CMA writes in flight to this rank */

@@ -327,8 +327,9 @@ static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char
     win->seg = rma_seg_attach(desc);
     if (win->seg == NULL)
         return rma_err(NULL, func, MPI_ERR_OTHER,
-                       "cannot map rank %d's shared segment (pidfd_getfd: %s); librma needs "
-                       "the same-user ptrace permission that cross-memory attach needs",
+                       "cannot map rank %d's shared segment (pidfd_getfd, /proc/<pid>/fd: %s); "
+                       "librma needs the same-user permission to read the process's state "
+                       "(ptrace read)",
                        win->leader, strerror(errno));
     win->seg_len = desc->len;
     win->ctl = win->seg;

@@ -7,13 +7,13 @@
 #include "mpid/rma/agent.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef HAVE_HWLOC
@@ -29,11 +29,15 @@
 
 static pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t agent_thread;
-static int agent_efd = -1; /* -1: not started */
+/* The agent's doorbell: a pipe it sleeps on (agent_rfd) that this process and its peers
+ * write to (agent_wfd; peers duplicate it with pidfd_getfd, or open it anew through
+ * /proc/<pid>/fd, which an eventfd does not allow). Nonblocking both ends: a write to a full
+ * pipe fails, and the agent is being woken anyway. -1: not started. */
+static int agent_rfd = -1, agent_wfd = -1;
 static _Atomic int agent_stopping;
 static _Atomic int agent_bound; /* the agent runs bound to a core of its own */
 
-/* peers' eventfds duplicated here, one per process */
+/* peers' doorbells (agent_wfd) duplicated here, one per process */
 typedef struct kick_ent {
     int pid, fd;
 } kick_ent_t;
@@ -56,8 +60,8 @@ void rma_agent_wake(void)
 {
     uint64_t one = 1;
 
-    if (agent_efd >= 0 && atomic_load_explicit(&agent_asleep, memory_order_seq_cst) &&
-        write(agent_efd, &one, sizeof(one)) < 0) {
+    if (agent_wfd >= 0 && atomic_load_explicit(&agent_asleep, memory_order_seq_cst) &&
+        write(agent_wfd, &one, sizeof(one)) < 0) {
         /* the counter is full: the agent is being woken anyway */
     }
 }
@@ -93,7 +97,7 @@ static void job_unlink(rma_agent_job_t *job)
 
 static void job_run(rma_agent_job_t *job)
 {
-    job->by_agent = agent_efd >= 0 && pthread_equal(pthread_self(), agent_thread);
+    job->by_agent = agent_wfd >= 0 && pthread_equal(pthread_self(), agent_thread);
     job->run(job);
     atomic_store_explicit(&job->state, RMA_JOB_DONE, memory_order_release);
 }
@@ -139,7 +143,7 @@ int rma_agent_submit(rma_agent_job_t *job)
 {
     uint64_t one = 1;
 
-    if (agent_efd < 0)
+    if (agent_wfd < 0)
         return -1;
     job->next = NULL;
     atomic_store_explicit(&job->state, RMA_JOB_QUEUED, memory_order_relaxed);
@@ -150,7 +154,7 @@ int rma_agent_submit(rma_agent_job_t *job)
     atomic_fetch_add_explicit(&jobs.submitted, 1, memory_order_relaxed);
     pthread_mutex_unlock(&jobs.lock);
     if (!atomic_load_explicit(&agent_awake, memory_order_seq_cst) &&
-        write(agent_efd, &one, sizeof(one)) < 0) {
+        write(agent_wfd, &one, sizeof(one)) < 0) {
         /* the counter is full: the agent is being woken anyway */
     }
     return 0;
@@ -202,12 +206,25 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Peers' requests to move memory (eventfd) are served between network progress calls. */
+/* Empties the doorbell: 1 when it had rung. */
+static int doorbell_drain(void)
+{
+    char buf[256];
+    ssize_t n;
+    int rang = 0;
+
+    while ((n = read(agent_rfd, buf, sizeof(buf))) > 0) {
+        rang = 1;
+        if (n < (ssize_t)sizeof(buf))
+            break;
+    }
+    return rang;
+}
+
+/* Peers' requests to move memory (the doorbell) are served between network progress calls. */
 static void serve_kicks(void)
 {
-    uint64_t v;
-
-    int kicked = read(agent_efd, &v, sizeof(v)) == sizeof(v);
+    int kicked = doorbell_drain();
 
     run_jobs(NULL); /* after the read: a job whose wake-up it consumed is run here */
     if (kicked || atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed))
@@ -216,7 +233,7 @@ static void serve_kicks(void)
 
 void rma_agent_serve_moves(void)
 {
-    if (agent_efd >= 0)
+    if (agent_rfd >= 0)
         serve_kicks();
 }
 
@@ -251,7 +268,7 @@ static int jobs_watch(unsigned *subs, uint64_t *last, uint64_t spin)
 #define AGENT_ASIDE_MAX_NS 2000000L
 
 /* An application thread drives the network itself (it waits inside librma or MPI_Barrier):
- * the agent sleeps on its eventfd alone and looks again after a nap, for as long as the
+ * the agent sleeps on its doorbell alone and looks again after a nap, for as long as the
  * thread keeps at it. Woken by every message meanwhile, it would only take turns with that
  * thread at the worker, and where every core runs a rank, each wake-up takes the core of
  * one of them for tens of microseconds; so do frequent naps (a fetch_and_op over tcp,
@@ -260,7 +277,7 @@ static int jobs_watch(unsigned *subs, uint64_t *last, uint64_t spin)
  * the next nap's length in ns. */
 static void stand_aside(long *nap)
 {
-    struct pollfd fd = {agent_efd, POLLIN, 0};
+    struct pollfd fd = {agent_rfd, POLLIN, 0};
     struct timespec ts = {*nap / 1000000000L, *nap % 1000000000L};
 
     if (jobs_before_sleep() || ppoll(&fd, 1, &ts, NULL) > 0)
@@ -412,7 +429,7 @@ static void *agent_main(void *arg)
     if (rma_env.verbose >= 1)
         fprintf(stderr, "librma: progress agent of process %d: %s\n", (int)getpid(), where);
     while (!atomic_load_explicit(&agent_stopping, memory_order_acquire)) {
-        struct pollfd fds[2] = {{agent_efd, POLLIN, 0}, {net_fd, POLLIN, 0}};
+        struct pollfd fds[2] = {{agent_rfd, POLLIN, 0}, {net_fd, POLLIN, 0}};
         int again = atomic_load_explicit(&agent_again, memory_order_relaxed);
 
         atomic_store_explicit(&agent_awake, 1, memory_order_relaxed);
@@ -434,9 +451,11 @@ static void *agent_main(void *arg)
 /* The child of a fork has no agent thread: it starts its own when it needs one. */
 static void agent_forget(void)
 {
-    if (agent_efd >= 0)
-        close(agent_efd);
-    agent_efd = -1;
+    if (agent_rfd >= 0) {
+        close(agent_rfd);
+        close(agent_wfd);
+    }
+    agent_rfd = agent_wfd = -1;
     for (int i = 0; i < nkicks; i++)
         close(kicks[i].fd);
     nkicks = 0;
@@ -456,30 +475,31 @@ int rma_agent_start(void)
 {
     static int atfork;
     sigset_t all, old;
-    int fd;
+    int fd, ends[2];
 
     pthread_mutex_lock(&agent_lock);
-    if (agent_efd >= 0)
+    if (agent_wfd >= 0)
         goto out;
     if (!atfork && pthread_atfork(NULL, NULL, agent_forget) == 0)
         atfork = 1;
-    fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (fd < 0)
+    if (pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0)
         goto out;
-    agent_efd = fd;
+    agent_rfd = ends[0];
+    agent_wfd = ends[1];
     atomic_store(&agent_stopping, 0);
     /* the agent takes no signal meant for the application */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     if (pthread_create(&agent_thread, NULL, agent_main, NULL) != 0) {
-        close(fd);
-        agent_efd = -1;
+        close(agent_rfd);
+        close(agent_wfd);
+        agent_rfd = agent_wfd = -1;
     } else {
         pthread_setname_np(agent_thread, "rma-agent"); /* for top -H, ps -L, and tests */
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 out:
-    fd = agent_efd;
+    fd = agent_wfd;
     pthread_mutex_unlock(&agent_lock);
     return fd;
 }
@@ -520,15 +540,17 @@ void rma_agent_stop(void)
     uint64_t one = 1;
 
     pthread_mutex_lock(&agent_lock);
-    if (agent_efd >= 0) {
+    if (agent_wfd >= 0) {
         atomic_store_explicit(&agent_stopping, 1, memory_order_release);
-        if (write(agent_efd, &one, sizeof(one)) == sizeof(one))
+        /* a full doorbell has rung already */
+        if (write(agent_wfd, &one, sizeof(one)) == sizeof(one) || errno == EAGAIN)
             pthread_join(agent_thread, NULL);
         net_progress = NULL;
         net_arm = NULL;
         net_fd = -1;
-        close(agent_efd);
-        agent_efd = -1;
+        close(agent_rfd);
+        close(agent_wfd);
+        agent_rfd = agent_wfd = -1;
     }
     atomic_store(&agent_bound, 0);
     rma_agent_job_drain(NULL); /* none should be left: their windows were freed */
@@ -553,7 +575,7 @@ int rma_agent_progress_attach(int fd, int (*progress)(void), int (*arm)(void))
     efd = rma_agent_start();
     if (efd < 0)
         return -1;
-    /* the agent may be asleep on its eventfd alone: wake it to take the network too */
+    /* the agent may be asleep on its doorbell alone: wake it to take the network too */
     if (write(efd, &one, sizeof(one)) != sizeof(one))
         return 0;
     return 0;

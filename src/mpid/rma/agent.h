@@ -3,7 +3,7 @@
  * memory, the work peers ask of it. Today that is moving window memory that peers reach
  * through CMA onto shared segments (windows/expose.c), and driving the UCX target worker so
  * that off-node peers' RDMA, atomics and requests complete while this process computes
- * (netmod/ucx). It never calls MPI, and it sleeps in poll(2) on an eventfd and the
+ * (netmod/ucx). It never calls MPI, and it sleeps in poll(2) on a pipe (its doorbell) and the
  * worker's event descriptor while there is nothing to do: no CPU when idle.
  */
 #ifndef RMA_AGENT_H
@@ -11,8 +11,9 @@
 
 #include <stddef.h>
 
-/* Starts the agent once per process. Returns its eventfd (a descriptor number peers
- * duplicate with pidfd_getfd to wake it), or -1 when it cannot run. */
+/* Starts the agent once per process. Returns its doorbell, the write end of a pipe (a
+ * descriptor number peers duplicate with rma_seg_getfd to wake it), or -1 when it cannot
+ * run. */
 int rma_agent_start(void);
 
 /* Called by the agent while it serves: look again shortly (something was busy). */
@@ -23,7 +24,7 @@ void rma_agent_retry(void);
  * for later, which the agent would otherwise not look at again. */
 void rma_agent_wake(void);
 
-/* Wakes the agent of process pid, whose eventfd there is fd. */
+/* Wakes the agent of process pid, whose doorbell there is fd. */
 void rma_agent_kick(int pid, int fd);
 
 /* Serves, in the calling thread, the peers' requests to move memory that woke the agent:
@@ -33,7 +34,7 @@ void rma_agent_serve_moves(void);
 
 /* Makes the agent drive a network too (started if needed): progress() returns 1 when it
  * did something, 0 when idle, -1 when an application thread drives the network itself
- * (the agent then sleeps a while, waking on its eventfd only); arm() returns 0 when the
+ * (the agent then sleeps a while, waking on its doorbell only); arm() returns 0 when the
  * agent may sleep until fd is readable (fd -1: never sleeps, as with RMA_AGENT=poll). 0,
  * or -1 when the thread cannot start. */
 int rma_agent_progress_attach(int fd, int (*progress)(void), int (*arm)(void));

@@ -10,6 +10,7 @@
 rma_env_t rma_env = {
     .netmod_only = 0,
     .create_remap = 1,
+    .pidfd = 1,
     .move_eager = 64 << 20,
     .verbose = 0,
     .spin_count = 200,
@@ -68,6 +69,7 @@ void rma_env_init(void)
     rma_env.verbose = (int)env_long("RMA_VERBOSE", rma_env.verbose, 0, 2);
     rma_env.spin_count = (int)env_long("RMA_SPIN_COUNT", rma_env.spin_count, 0, 1 << 24);
     rma_env.cma_batch = (size_t)env_long("RMA_CMA_IOV", (long)rma_env.cma_batch, 1, 1024);
+    rma_env.pidfd = (int)env_long("RMA_PIDFD", rma_env.pidfd, 0, 1);
     rma_env.agent_spin_us = (int)env_long("RMA_AGENT_SPIN_US", rma_env.agent_spin_us, 0, 1000000);
     rma_env.agent_copy = (size_t)env_long("RMA_AGENT_COPY", (long)rma_env.agent_copy, 0, 1L << 40);
     rma_env.hx_msg = (size_t)env_long("RMA_HX_MSG", (long)rma_env.hx_msg, 4096, 4 << 20);
@@ -140,6 +142,10 @@ void rma_env_print(FILE *out)
             "RMA_SPIN_COUNT=%d     busy polls before a waiting rank starts to "
             "sched_yield\n",
             rma_env.spin_count);
+    fprintf(out,
+            "RMA_PIDFD=%d            same-node peers' shared segments and agents reached "
+            "with pidfd_getfd, else /proc/<pid>/fd (1), or through /proc/<pid>/fd alone (0)\n",
+            rma_env.pidfd);
     fprintf(out, "RMA_CMA_IOV=%zu        iovec entries per process_vm_readv/writev call\n",
             rma_env.cma_batch);
     fprintf(out,

@@ -17,6 +17,8 @@ typedef struct rma_env {
     int verbose;       /* RMA_VERBOSE: print errors returned through MPI_ERRORS_RETURN */
     int spin_count;    /* RMA_SPIN_COUNT: busy polls before a waiter starts yielding */
     size_t cma_batch;  /* RMA_CMA_IOV: iovec entries per process_vm_readv/writev call */
+    int pidfd;         /* RMA_PIDFD: peers' descriptors by pidfd_getfd (1), or by opening
+                          /proc/<pid>/fd/<n> only (0) (windows/segment.c) */
     int agent;         /* RMA_AGENT: how the progress agent drives the network (RMA_AGENT_*) */
     int agent_spin_us; /* RMA_AGENT_SPIN_US: agent polls this long after activity, then sleeps */
     int agent_cpu;     /* RMA_AGENT_CPU: auto (-2), none (-1) or the CPU to bind the agent to */

@@ -190,8 +190,8 @@ static int resolve_dynamic(rma_win_t *win, int trank, uintptr_t lo, uintptr_t hi
                        (unsigned long)lo, (unsigned long)hi, trank);
     if (rc != MPI_SUCCESS && n == 0)
         return rma_err(win, func, MPI_ERR_OTHER,
-                       "cannot map the table of regions attached at rank %d (pidfd_getfd or "
-                       "mmap failed)",
+                       "cannot map the table of regions attached at rank %d (pidfd_getfd, "
+                       "/proc/<pid>/fd or mmap failed)",
                        trank);
     if (rc != MPI_SUCCESS)
         return rma_err(win, func, MPI_ERR_OTHER,
