@@ -79,8 +79,10 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     rma_env_init();
     win->flavor = flavor;
     win->leader = 0;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
-        return rma_err(NULL, func, MPI_ERR_COMM, "invalid communicator");
+    if (comm == MPI_COMM_NULL)
+        return rma_err(NULL, func, MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return rma_err(NULL, func, MPI_ERR_COMM, "invalid communicator (0x%x)", (unsigned)comm);
     if (inter) /* the same answer on every rank: nobody waits in a collective */
         return rma_err(NULL, func, MPI_ERR_COMM,
                        "an intercommunicator cannot hold a window (MPI: intracommunicators only)");
