@@ -103,10 +103,10 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Win_lock_all(0, win));
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     for (int round = 0; round < 20; round++) {
-        for (int t = 0; t < nprocs; t++) {
-            long v = rank * 100 + round;
+        long v = rank * 100 + round; /* read by the puts until the flush */
+
+        for (int t = 0; t < nprocs; t++)
             MPI_OK(MPI_Put(&v, 1, MPI_LONG, t, rank, 1, MPI_LONG, win));
-        }
         MPI_OK(MPI_Win_flush_all(win));
         MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
         MPI_OK(MPI_Win_sync(win));

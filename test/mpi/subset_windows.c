@@ -50,10 +50,9 @@ int main(int argc, char **argv)
         all_mem[i] = -1;
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     MPI_OK(MPI_Win_lock_all(0, all_win));
-    for (int t = 0; t < nprocs; t++) {
-        long v = rank;
+    long v = rank; /* read by the puts until the unlock */
+    for (int t = 0; t < nprocs; t++)
         MPI_OK(MPI_Put(&v, 1, MPI_LONG, t, rank, 1, MPI_LONG, all_win));
-    }
     MPI_OK(MPI_Win_unlock_all(all_win));
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     MPI_OK(MPI_Win_sync(all_win));

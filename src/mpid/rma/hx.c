@@ -945,7 +945,8 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
         rc = -ENOSPC;
         goto out;
     }
-    memcpy(body + rbytes, compare, cmp);
+    if (cmp > 0) /* compare-and-swap only (compare is NULL otherwise) */
+        memcpy(body + rbytes, compare, cmp);
     if (rpk != NULL)
         w = (hx_wait_t){.left = &left,
                         .err = &err,
