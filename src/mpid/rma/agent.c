@@ -62,7 +62,7 @@ void rma_agent_wake(void)
 
     if (agent_wfd >= 0 && atomic_load_explicit(&agent_asleep, memory_order_seq_cst) &&
         write(agent_wfd, &one, sizeof(one)) < 0) {
-        /* the counter is full: the agent is being woken anyway */
+        /* the doorbell is full: the agent is being woken anyway */
     }
 }
 
@@ -155,7 +155,7 @@ int rma_agent_submit(rma_agent_job_t *job)
     pthread_mutex_unlock(&jobs.lock);
     if (!atomic_load_explicit(&agent_awake, memory_order_seq_cst) &&
         write(agent_wfd, &one, sizeof(one)) < 0) {
-        /* the counter is full: the agent is being woken anyway */
+        /* the doorbell is full: the agent is being woken anyway */
     }
     return 0;
 }
@@ -527,7 +527,7 @@ void rma_agent_kick(int pid, int fd)
             kept = 1;
         }
     }
-    /* a failed write means the peer is gone or its counter is full: nothing to do */
+    /* a failed write means the peer is gone or its doorbell is full: nothing to do */
     if (local >= 0 && write(local, &one, sizeof(one)) != sizeof(one))
         one = 0;
     if (local >= 0 && !kept)
