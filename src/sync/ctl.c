@@ -166,8 +166,8 @@ int rma_ctl_notify_sent(rma_win_t *win, int t, size_t off, uint64_t v)
 
 int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc)
 {
-    return rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d (world rank %d): %s", t,
-                   win->world[t], strerror(-rc));
+    return rma_err(win, func, MPI_ERR_OTHER, "cannot reach rank %d (world rank %d): %s%s", t,
+                   win->world[t], strerror(-rc), rma_err_cma_hint(-rc, win->targets[t].local));
 }
 
 void rma_ctl_progress(rma_win_t *win)

@@ -3,6 +3,7 @@
  */
 #include "windows/win_error.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -213,6 +214,15 @@ int rma_err_string(int code, char *out, int *len)
 }
 
 static __thread MPI_Comm err_comm = MPI_COMM_NULL; /* rma_err_comm_set */
+
+const char *rma_err_cma_hint(int err, int local)
+{
+    if (!local || err != EPERM)
+        return "";
+    return ". Memory that is not shared is reached with cross-memory attach, which needs "
+           "ptrace permission between the ranks (Yama: kernel.yama.ptrace_scope=0); or take the "
+           "window memory from MPI_Win_allocate or MPI_Alloc_mem, or set RMA_NETMOD_ONLY=1";
+}
 
 MPI_Comm rma_err_comm_set(MPI_Comm comm)
 {

@@ -25,6 +25,11 @@ int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...
  * for MPI_COMM_WORLD's. Returns the communicator set before. */
 MPI_Comm rma_err_comm_set(MPI_Comm comm);
 
+/* What to add to the reason when reaching same-node rank memory failed with errno err: for
+ * EPERM, what cross-memory attach needs and the ways around it (Yama's ptrace_scope 1, the
+ * default of Ubuntu and others, refuses it between sibling processes); else "". */
+const char *rma_err_cma_hint(int err, int local);
+
 /* MPI_Error_string for a code rma_err returned: copies its precise text to out (at most
  * MPI_MAX_ERROR_STRING bytes with the NUL) and returns 1; 0 when the code is not librma's. */
 int rma_err_string(int code, char *out, int *len);

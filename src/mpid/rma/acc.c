@@ -1306,9 +1306,9 @@ done:
     else if (rc == -12 || (rc == -1 && a->mv.err == 0))
         rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for a %zu-byte accumulate", bytes);
     else if (rc != 0)
-        rc = rma_err(win, func, MPI_ERR_OTHER, "%s access to rank %d (pid %d) failed: %s",
+        rc = rma_err(win, func, MPI_ERR_OTHER, "%s access to rank %d (pid %d) failed: %s%s",
                      win->targets[trank].local ? "cross-memory" : "UCX", trank, a->span.pid,
-                     strerror(-rc));
+                     strerror(-rc), rma_err_cma_hint(-rc, win->targets[trank].local));
 out:
     rma_tspan_done(&a->span);
     free(a->scratch);

@@ -454,10 +454,10 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
     if (rc == -1 && x.mv.err == 0)
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatypes");
     if (x.mv.err != 0)
-        return rma_err(win, func, MPI_ERR_OTHER, "%s %s rank %d (pid %d) failed: %s",
+        return rma_err(win, func, MPI_ERR_OTHER, "%s %s rank %d (pid %d) failed: %s%s",
                        win->targets[trank].local ? "cross-memory" : "UCX",
                        kind == RMA_PUT ? "write to" : "read from", trank, span.pid,
-                       strerror(-x.mv.err));
+                       strerror(-x.mv.err), rma_err_cma_hint(-x.mv.err, win->targets[trank].local));
     return MPI_SUCCESS;
 }
 
