@@ -213,14 +213,21 @@ static int type_kind(MPI_Datatype basic)
     return RMA_DT_IS_BUILTIN(basic) ? rma_acc_types[(unsigned)basic & 0xff].kind : RMA_AK_LOCKED;
 }
 
+/* The table entry of predefined builtin type basic, or NULL for any other handle. */
+static const rma_acc_type_t *builtin_type(MPI_Datatype basic)
+{
+    const rma_acc_type_t *ty = &rma_acc_types[(unsigned)basic & 0xff];
+
+    return RMA_DT_IS_BUILTIN(basic) && ty->handle == basic ? ty : NULL;
+}
+
 int rma_acc_type_class(MPI_Datatype basic)
 {
+    const rma_acc_type_t *ty = builtin_type(basic);
     unsigned h = (unsigned)basic;
 
-    if (RMA_DT_IS_BUILTIN(basic)) {
-        const rma_acc_type_t *ty = &rma_acc_types[h & 0xff];
-        return ty->handle == basic ? ty->cls : RMA_AC_INVALID;
-    }
+    if (RMA_DT_IS_BUILTIN(basic))
+        return ty != NULL ? ty->cls : RMA_AC_INVALID;
     if (h >= (unsigned)MPI_FLOAT_INT && h <= (unsigned)MPI_LONG_DOUBLE_INT)
         return RMA_AC_PAIR;
     return RMA_AC_INVALID;
@@ -229,9 +236,9 @@ int rma_acc_type_class(MPI_Datatype basic)
 /* 1 when MPI_Compare_and_swap takes predefined type basic (rma_acc_type_t.cas). */
 static int type_cas(MPI_Datatype basic)
 {
-    const rma_acc_type_t *ty = &rma_acc_types[(unsigned)basic & 0xff];
+    const rma_acc_type_t *ty = builtin_type(basic);
 
-    return RMA_DT_IS_BUILTIN(basic) && ty->handle == basic && ty->cas;
+    return ty != NULL && ty->cas;
 }
 
 static const char *const op_names[RMA_OP_COUNT] = {

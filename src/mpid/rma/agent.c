@@ -34,6 +34,16 @@ static pthread_t agent_thread;
  * /proc/<pid>/fd, which an eventfd does not allow). Nonblocking both ends: a write to a full
  * pipe fails, and the agent is being woken anyway. -1: not started. */
 static int agent_rfd = -1, agent_wfd = -1;
+
+/* Closes both ends of the doorbell: the agent is not started any more. */
+static void doorbell_close(void)
+{
+    if (agent_wfd >= 0) {
+        close(agent_rfd);
+        close(agent_wfd);
+    }
+    agent_rfd = agent_wfd = -1;
+}
 static _Atomic int agent_stopping;
 static _Atomic int agent_bound; /* the agent runs bound to a core of its own */
 
@@ -233,7 +243,7 @@ static void serve_kicks(void)
 
 void rma_agent_serve_moves(void)
 {
-    if (agent_rfd >= 0)
+    if (agent_wfd >= 0)
         serve_kicks();
 }
 
@@ -451,11 +461,7 @@ static void *agent_main(void *arg)
 /* The child of a fork has no agent thread: it starts its own when it needs one. */
 static void agent_forget(void)
 {
-    if (agent_rfd >= 0) {
-        close(agent_rfd);
-        close(agent_wfd);
-    }
-    agent_rfd = agent_wfd = -1;
+    doorbell_close();
     for (int i = 0; i < nkicks; i++)
         close(kicks[i].fd);
     nkicks = 0;
@@ -490,13 +496,10 @@ int rma_agent_start(void)
     /* the agent takes no signal meant for the application */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (pthread_create(&agent_thread, NULL, agent_main, NULL) != 0) {
-        close(agent_rfd);
-        close(agent_wfd);
-        agent_rfd = agent_wfd = -1;
-    } else {
+    if (pthread_create(&agent_thread, NULL, agent_main, NULL) != 0)
+        doorbell_close();
+    else
         pthread_setname_np(agent_thread, "rma-agent"); /* for top -H, ps -L, and tests */
-    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 out:
     fd = agent_wfd;
@@ -548,9 +551,7 @@ void rma_agent_stop(void)
         net_progress = NULL;
         net_arm = NULL;
         net_fd = -1;
-        close(agent_rfd);
-        close(agent_wfd);
-        agent_rfd = agent_wfd = -1;
+        doorbell_close();
     }
     atomic_store(&agent_bound, 0);
     rma_agent_job_drain(NULL); /* none should be left: their windows were freed */
