@@ -334,21 +334,18 @@ static int vma_of_reg(const char *perms, uint64_t offset, uint64_t ino, const ch
            offset == start - reg->base;
 }
 
-static int pages_movable(uintptr_t lo, uintptr_t hi)
-{
-    return vmas_cover(lo, hi, vma_movable, NULL);
-}
-
 /* An orphan registration is stale once the program unmapped or remapped its pages. */
 static int reg_still_mapped(rma_memreg_t *reg)
 {
     return vmas_cover(reg->base, reg->base + reg->len, vma_of_reg, reg);
 }
 
+/* The registrations overlapping [lo, hi): orphans in found, the others counted. */
 typedef struct prune_arg {
     uintptr_t lo, hi;
     rma_memreg_t *found[64];
     int n;
+    int others; /* in use, or more orphans than found holds */
 } prune_arg_t;
 
 static int collect_orphan(uintptr_t start, size_t len, void *value, void *arg)
@@ -356,9 +353,45 @@ static int collect_orphan(uintptr_t start, size_t len, void *value, void *arg)
     prune_arg_t *pa = arg;
     rma_memreg_t *reg = value;
 
-    if (start < pa->hi && start + len > pa->lo && reg->refcnt == 0 && pa->n < 64)
+    if (start >= pa->hi || start + len <= pa->lo)
+        return 0;
+    if (reg->refcnt == 0 && reg->kind == RMA_MEMREG_REMAP && pa->n < 64)
         pa->found[pa->n++] = reg;
+    else
+        pa->others++;
     return 0;
+}
+
+/* Movable, or the mapping of one of the orphans in arg (a prune_arg_t): moved pages of a
+ * window that is gone, which move again with the rest. */
+static int vma_movable_or_orphan(const char *perms, uint64_t offset, uint64_t ino, const char *path,
+                                 uintptr_t start, void *arg)
+{
+    const prune_arg_t *pa = arg;
+
+    if (vma_movable(perms, offset, ino, path, start, NULL))
+        return 1;
+    for (int i = 0; i < pa->n; i++)
+        if (vma_of_reg(perms, offset, ino, path, start, pa->found[i]))
+            return 1;
+    return 0;
+}
+
+/* [lo, hi) may move: private writable memory, and orphans (collected in pa) that lie
+ * inside it on librma's memfds. Not an orphan on a System V block from the transport:
+ * userfaultfd write-protects anonymous and shmem memory only (EINVAL), so its pages stay
+ * on their block and the memory around them where it is. */
+static int pages_movable(uintptr_t lo, uintptr_t hi, prune_arg_t *pa)
+{
+    rma_lwt_foreach(&memreg_table, collect_orphan, pa);
+    if (pa->others > 0)
+        return 0;
+    for (int i = 0; i < pa->n; i++) {
+        const rma_memreg_t *o = pa->found[i];
+        if (o->base < lo || o->base + o->len > hi || o->net != NULL)
+            return 0;
+    }
+    return vmas_cover(lo, hi, vma_movable_or_orphan, pa);
 }
 
 /* Drops stale orphans overlapping [lo, hi) (memreg_lock held). */
@@ -635,6 +668,7 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
     rma_memreg_t *reg = NULL;
     rma_nm_mem_t *block = NULL;
     seg_dest_t d = {NULL, -1, -1};
+    prune_arg_t orphans = {.lo = lo, .hi = hi};
 
     if (len == 0 || !rma_env.create_remap)
         return NULL;
@@ -655,10 +689,11 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
         goto out;
     }
     reg = NULL;
+    /* stale orphans go; one still mapped here on a memfd (a window's moved pages, the
+     * window gone and the memory now under a window of another extent) moves along */
     if (rma_lwt_overlaps(&memreg_table, lo, hi - lo))
         orphans_prune(lo, hi);
-    if (rma_lwt_overlaps(&memreg_table, lo, hi - lo) || !pages_movable(lo, hi) ||
-        range_has_huge(lo, hi))
+    if (!pages_movable(lo, hi, &orphans) || range_has_huge(lo, hi))
         goto out;
     /* everything that allocates happens before the pages are write-protected */
     reg = calloc(1, sizeof(*reg));
@@ -675,6 +710,8 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
         reg = NULL;
         goto out_dest;
     }
+    for (int i = 0; i < orphans.n; i++) /* their pages are on the new segment now */
+        reg_remove(orphans.found[i]);
     if (reg_init(reg, lo, hi - lo, d.fd, RMA_MEMREG_REMAP) != 0) {
         free(reg); /* the pages stay shared memory, unregistered */
         reg = NULL;
