@@ -9,6 +9,7 @@
 #include "mpid/rma/env.h"
 #include "netmod/netmod.h"
 #include "rma_ext.h"
+#include "windows/memreg.h"
 #include "windows/segment.h"
 
 int main(int argc, char **argv)
@@ -25,6 +26,13 @@ int main(int argc, char **argv)
                            : "not built: off-node windows are refused");
     printf("shared segments (memfd + pidfd_getfd): %s\n",
            rma_seg_sharing_works() ? "yes" : "NO (windows use cross-memory attach)");
+    {
+        const char *why = NULL;
+        int can = rma_memreg_can_move(&why);
+        printf("create and attach memory moved onto shared memory (userfaultfd): %s%s%s\n",
+               can ? "yes" : "NO, ", can ? "" : why,
+               can ? "" : " (peers use cross-memory attach or UCX, not load/store)");
+    }
     printf("\nenvironment:\n");
     rma_env_print(stdout);
     {

@@ -131,6 +131,14 @@ int RMAX_Agent_copies(long long *by_agent, long long *by_caller)
     return MPI_SUCCESS;
 }
 
+int RMAX_Memory_moves(int *can, const char **why)
+{
+    if (can == NULL)
+        return rma_err(NULL, "RMAX_Memory_moves", MPI_ERR_ARG, "can is NULL");
+    *can = rma_memreg_can_move(why);
+    return MPI_SUCCESS;
+}
+
 int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *path)
 {
     rma_win_t *win;

@@ -456,18 +456,26 @@ const rma_nm_mem_t *rma_memreg_net(const void *addr, size_t len)
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
 #endif
 
-static int uffd = -2; /* -2 not opened yet, -1 unavailable (memreg_lock) */
+static int uffd = -2;        /* -2 not opened yet, -1 unavailable (memreg_lock) */
+static const char *uffd_why; /* why it is unavailable */
 
-/* A userfaultfd with the API handshake done asking for `features`; -1 on failure. On
- * success *have_p holds the features the kernel offers. */
+/* A userfaultfd with the API handshake done asking for `features`; -1 on failure (uffd_why
+ * says why). On success *have_p holds the features the kernel offers. */
 static int uffd_new(uint64_t features, uint64_t *have_p)
 {
     struct uffdio_api api = {.api = UFFD_API, .features = features};
     int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 
-    if (fd < 0)
+    if (fd < 0) {
+        uffd_why = errno == EPERM
+                       ? "userfaultfd is refused to this process (vm.unprivileged_userfaultfd=0 "
+                         "and no CAP_SYS_PTRACE, or a seccomp filter such as a container's)"
+                   : errno == ENOSYS ? "the kernel has no userfaultfd"
+                                     : "userfaultfd fails";
         return -1;
+    }
     if (ioctl(fd, UFFDIO_API, &api) != 0) {
+        uffd_why = "the kernel refuses userfaultfd's handshake";
         close(fd);
         return -1;
     }
@@ -490,12 +498,37 @@ static int uffd_open(void)
         uffd = uffd_new(UFFD_FEATURE_WP_UNPOPULATED, &have);
     }
     if (uffd >= 0 && !(have & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
+        uffd_why = "the kernel's userfaultfd cannot write-protect (Linux 5.7 and later can)";
         close(uffd);
         uffd = -1;
     }
-    if (uffd < 0)
+    if (uffd < 0) {
         uffd = -1;
+        if (rma_env.verbose >= 1)
+            fprintf(stderr,
+                    "librma: process %d cannot move window memory: %s. Peers reach its "
+                    "MPI_Win_create and MPI_Win_attach memory by cross-memory attach or UCX, "
+                    "not load/store\n",
+                    (int)getpid(), uffd_why);
+    }
     return uffd;
+}
+
+int rma_memreg_can_move(const char **why)
+{
+    int ok;
+
+    if (!rma_env.create_remap) {
+        if (why != NULL)
+            *why = "RMA_CREATE_REMAP=0";
+        return 0;
+    }
+    pthread_mutex_lock(&memreg_lock);
+    ok = uffd_open() >= 0;
+    if (why != NULL)
+        *why = ok ? NULL : uffd_why;
+    pthread_mutex_unlock(&memreg_lock);
+    return ok;
 }
 
 /* 1 when a mapping in [lo, hi) is (or may become) backed by transparent huge pages, or is

@@ -84,6 +84,10 @@ typedef struct rma_memreg_hold {
  * segment's pages are allocated before. */
 rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold, int net);
 
+/* 1 when rma_memreg_move can move memory here (userfaultfd with write protection, and
+ * RMA_CREATE_REMAP not 0); else 0 and *why (when why is not NULL) says what is missing. */
+int rma_memreg_can_move(const char **why);
+
 /* Drops a reference taken by rma_memreg_expose. */
 void rma_memreg_release(rma_memreg_t *reg);
 

@@ -19,9 +19,10 @@
  * accepted.
  */
 #define _GNU_SOURCE
+#include <rma_ext.h> /* before rmatest.h: its rt_moves */
+
 #include "rmatest.h"
 
-#include <rma_ext.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -243,7 +244,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     right = (rank + 1) % nprocs;
     left = (rank + nprocs - 1) % nprocs;
-    remap = !(e != NULL && strcmp(e, "0") == 0);
+    /* RMA_CREATE_REMAP=0, or no userfaultfd here: memory stays where it is */
+    remap = !(e != NULL && strcmp(e, "0") == 0) && rt_moves();
     right_off = rt_netmod_only() || !rt_same_node(right);
     spans = rt_netmod_only() || rt_world_spans_nodes();
     {
@@ -265,7 +267,7 @@ int main(int argc, char **argv)
         free(sizes);
     }
     if (rank == 0)
-        printf("RMA_CREATE_REMAP=%d, right neighbour %s\n", remap,
+        printf("memory moves %s, right neighbour %s\n", remap ? "on" : "off",
                right_moves ? "off-node, moves its memory for us (netmap)"
                : right_off ? "off-node (netmod)"
                            : "on this node");

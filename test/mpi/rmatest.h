@@ -97,6 +97,21 @@ static inline int rt_netmod_only(void)
     return e != NULL && atoi(e) != 0;
 }
 
+#ifdef RMA_EXT_H
+/* 1 when every rank's librma moves create and attach memory onto shared memory once traffic
+ * pays for it (RMAX_Memory_moves); else rank 0 says why, once. Collective. */
+static inline int rt_moves(void)
+{
+    const char *why = NULL;
+    int can = 0, all = 0;
+    MPI_OK(RMAX_Memory_moves(&can, &why));
+    MPI_Allreduce(&can, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (!can && rt_rank == 0)
+        printf("librma moves no memory here: %s\n", why != NULL ? why : "(no reason given)");
+    return all;
+}
+#endif
+
 /* qsort comparison of long longs. */
 static inline int rt_cmp_ll(const void *a, const void *b)
 {
