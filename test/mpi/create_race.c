@@ -54,9 +54,10 @@ static void *hammer(void *arg)
 }
 
 /* Reads from the peer's window through RMA until RMAX_Win_path says the owner moved it
- * (direct; netmap for an off-node owner), or half a second passed. With last (16 entries),
- * also puts PUT_LEN bytes to the start of each of the first 16 pages' window data (past
- * the counters) and records the value each page got last. Returns 1 when it was moved. */
+ * (direct; netmap for an off-node owner), or half a second passed (512 reads where nothing
+ * can move). With last (16 entries), also puts PUT_LEN bytes to the start of each of the
+ * first 16 pages' window data (past the counters) and records the value each page got
+ * last. Returns 1 when it was moved. */
 #define PUT_LEN 4000
 static int drive_move(MPI_Win win, int peer, MPI_Aint disp, MPI_Aint len, long *last)
 {
@@ -65,7 +66,8 @@ static int drive_move(MPI_Win win, int peer, MPI_Aint disp, MPI_Aint len, long *
     long v, src[PUT_LEN / sizeof(long)];
 
     MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win));
-    for (int i = 0; path != RMAX_PATH_DIRECT && path != RMAX_PATH_NETMAP && MPI_Wtime() - t0 < 0.5;
+    for (int i = 0; path != RMAX_PATH_DIRECT && path != RMAX_PATH_NETMAP &&
+                    MPI_Wtime() - t0 < 0.5 && (can_move || i < 512);
          i++) {
         MPI_Aint at = disp + (MPI_Aint)(i % 16) * PAGE;
         MPI_OK(MPI_Get(&v, 1, MPI_LONG, peer, at, 1, MPI_LONG, win));
