@@ -377,21 +377,33 @@ static int vma_movable_or_orphan(const char *perms, uint64_t offset, uint64_t in
     return 0;
 }
 
-/* [lo, hi) may move: private writable memory, and orphans (collected in pa) that lie
- * inside it on librma's memfds. Not an orphan on a System V block from the transport:
- * userfaultfd write-protects anonymous and shmem memory only (EINVAL), so its pages stay
- * on their block and the memory around them where it is. */
-static int pages_movable(uintptr_t lo, uintptr_t hi, prune_arg_t *pa)
+/* Whether [*lo, *hi) may move: private writable memory and, widened to hold them whole,
+ * live orphans (collected in pa) on librma's memfds. Stale orphans in it are dropped first.
+ * Not an orphan on a System V block from the transport: userfaultfd write-protects
+ * anonymous and shmem memory only (EINVAL), so its pages stay on their block and the memory
+ * around them where it is. */
+static int pages_movable(uintptr_t *lo, uintptr_t *hi, prune_arg_t *pa)
 {
-    rma_lwt_foreach(&memreg_table, collect_orphan, pa);
-    if (pa->others > 0)
-        return 0;
-    for (int i = 0; i < pa->n; i++) {
-        const rma_memreg_t *o = pa->found[i];
-        if (o->base < lo || o->base + o->len > hi || o->net != NULL)
+    for (;;) {
+        uintptr_t wlo = *lo, whi = *hi;
+        orphans_prune(*lo, *hi);
+        *pa = (prune_arg_t){.lo = *lo, .hi = *hi};
+        rma_lwt_foreach(&memreg_table, collect_orphan, pa);
+        if (pa->others > 0)
             return 0;
+        for (int i = 0; i < pa->n; i++) {
+            const rma_memreg_t *o = pa->found[i];
+            if (o->net != NULL)
+                return 0;
+            wlo = o->base < wlo ? o->base : wlo;
+            whi = o->base + o->len > whi ? o->base + o->len : whi;
+        }
+        if (wlo == *lo && whi == *hi) /* orphans never overlap: this ends */
+            break;
+        *lo = wlo;
+        *hi = whi;
     }
-    return vmas_cover(lo, hi, vma_movable_or_orphan, pa);
+    return vmas_cover(*lo, *hi, vma_movable_or_orphan, pa);
 }
 
 /* Drops stale orphans overlapping [lo, hi) (memreg_lock held). */
@@ -701,7 +713,7 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
     rma_memreg_t *reg = NULL;
     rma_nm_mem_t *block = NULL;
     seg_dest_t d = {NULL, -1, -1};
-    prune_arg_t orphans = {.lo = lo, .hi = hi};
+    prune_arg_t orphans;
 
     if (len == 0 || !rma_env.create_remap)
         return NULL;
@@ -722,11 +734,9 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
         goto out;
     }
     reg = NULL;
-    /* stale orphans go; one still mapped here on a memfd (a window's moved pages, the
-     * window gone and the memory now under a window of another extent) moves along */
-    if (rma_lwt_overlaps(&memreg_table, lo, hi - lo))
-        orphans_prune(lo, hi);
-    if (!pages_movable(lo, hi, &orphans) || range_has_huge(lo, hi))
+    /* a live orphan on a memfd here (a window's moved pages, the window gone and the memory
+     * now under a window of another extent) moves along */
+    if (!pages_movable(&lo, &hi, &orphans) || range_has_huge(lo, hi))
         goto out;
     /* everything that allocates happens before the pages are write-protected */
     reg = calloc(1, sizeof(*reg));

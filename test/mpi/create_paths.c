@@ -1,8 +1,10 @@
 /*
  * create_paths - MPI_Win_create on every kind of memory: page-aligned heap, a large heap
  * block, MPI_Alloc_mem memory, a small unaligned stack buffer, a small heap buffer in the
- * middle of a page, and a heap page that once its window is gone is under a window of it and
- * the next page (its moved memory moves again with the new page). For each: the path
+ * middle of a page, a heap page that once its window is gone is under a window of it and
+ * the next page, and two heap pages that are then under a window of the second and a third
+ * (memory moved for a window that is gone moves again with the new pages; with the shifted
+ * one, the first page moves too). For each: the path
  * RMAX_Win_path reports (CMA at creation unless the memory is shared already, direct
  * load/store once traffic made the owner move it, CMA for good with RMA_CREATE_REMAP=0 /
  * memory that cannot be moved), Put/Get values, the bytes around the window in the same pages
@@ -29,9 +31,9 @@
 static int rank, nprocs, right, left, remap, right_off, spans;
 static int right_moves; /* an off-node right neighbour moves its memory for us (netmap) */
 
-enum { M_PAGE, M_LARGE, M_ALLOCMEM, M_STACK, M_INPAGE, M_GROWN, NKINDS };
-static const char *kname[] = {"heap-page", "heap-large", "alloc_mem", "stack-small",
-                              "heap-in-page", "heap-grown"};
+enum { M_PAGE, M_LARGE, M_ALLOCMEM, M_STACK, M_INPAGE, M_GROWN, M_SHIFTED, NKINDS };
+static const char *kname[] = {"heap-page",    "heap-large", "alloc_mem",   "stack-small",
+                              "heap-in-page", "heap-grown", "heap-shifted"};
 
 static unsigned char pat(int r, int k, int round, size_t i)
 {
@@ -106,10 +108,11 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
         /* off node: traffic through the transport's emulation of RDMA makes an owner alone
          * on its node move whole pages onto the transport's shared memory */
         if (path == RMAX_PATH_NETMOD) {
-            /* not the grown window: its first page is on the block it moved onto for the
-             * first window, which cannot move again (userfaultfd cannot write-protect
-             * System V memory) */
-            int expect = right_moves && remap && k != M_STACK && !(k == M_GROWN && round == 1);
+            /* not the grown or shifted window: pages of it are on the block they moved onto
+             * for the first window, which cannot move again (userfaultfd cannot
+             * write-protect System V memory) */
+            int expect = right_moves && remap && k != M_STACK &&
+                         !((k == M_GROWN || k == M_SHIFTED) && round == 1);
             double t0 = MPI_Wtime();
             unsigned char b = 0;
             MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
@@ -228,6 +231,11 @@ static void run_kind(int k, unsigned char *stackbuf)
             if (round == 0 && posix_memalign((void **)&mem, page, 2 * page) != 0)
                 mem = NULL;
             one(k, round, mem, 2 * page, 0, round == 0 ? page : 2 * page);
+            break;
+        case M_SHIFTED: /* two pages, then the second and a third: the first moves too */
+            if (round == 0 && posix_memalign((void **)&mem, page, 3 * page) != 0)
+                mem = NULL;
+            one(k, round, mem, 3 * page, round == 0 ? 0 : page, 2 * page);
             break;
         }
     }
