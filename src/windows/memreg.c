@@ -28,6 +28,11 @@ static pthread_mutex_t memreg_lock = PTHREAD_MUTEX_INITIALIZER;
 static rma_lwt_t memreg_table;
 static int memreg_ready;
 
+/* The userfaultfd that moves pages (see "moving pages" below), opened at the first move */
+static int uffd = -2;        /* -2 not opened yet, -1 unavailable (memreg_lock) */
+static const char *uffd_why; /* why it is unavailable */
+static int uffd_wp_shmem;    /* it write-protects shmem too (moved pages moving again) */
+
 static void orphans_prune(uintptr_t lo, uintptr_t hi);
 
 static void fork_prepare(void);
@@ -378,10 +383,11 @@ static int vma_movable_or_orphan(const char *perms, uint64_t offset, uint64_t in
 }
 
 /* Whether [*lo, *hi) may move: private writable memory and, widened to hold them whole,
- * live orphans (collected in pa) on librma's memfds. Stale orphans in it are dropped first.
- * Not an orphan on a System V block from the transport: userfaultfd write-protects
- * anonymous and shmem memory only (EINVAL), so its pages stay on their block and the memory
- * around them where it is. */
+ * live orphans (collected in pa) on librma's memfds, where userfaultfd write-protects shmem
+ * (uffd_wp_shmem). Stale orphans in it are dropped first. Not an orphan on a System V block
+ * from the transport (fd -1): userfaultfd write-protects anonymous and shmem memory only
+ * (EINVAL), so its pages stay on their block and the memory around them where it is.
+ * uffd_open() was called. */
 static int pages_movable(uintptr_t *lo, uintptr_t *hi, prune_arg_t *pa)
 {
     for (;;) {
@@ -393,7 +399,7 @@ static int pages_movable(uintptr_t *lo, uintptr_t *hi, prune_arg_t *pa)
             return 0;
         for (int i = 0; i < pa->n; i++) {
             const rma_memreg_t *o = pa->found[i];
-            if (o->net != NULL)
+            if (o->fd < 0 || !uffd_wp_shmem)
                 return 0;
             wlo = o->base < wlo ? o->base : wlo;
             whi = o->base + o->len > whi ? o->base + o->len : whi;
@@ -468,24 +474,50 @@ const rma_nm_mem_t *rma_memreg_net(const void *addr, size_t len)
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
 #endif
 
-static int uffd = -2;        /* -2 not opened yet, -1 unavailable (memreg_lock) */
-static const char *uffd_why; /* why it is unavailable */
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
+#endif
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
+#endif
+
+/* A userfaultfd: from the system call, or where that is refused from /dev/userfaultfd
+ * (Linux 6.1 and later), which an administrator may open to users the sysctl keeps out.
+ * -1 with uffd_why set on failure. */
+static int uffd_get(void)
+{
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    int dev;
+
+    if (fd >= 0)
+        return fd;
+    if (errno == ENOSYS) {
+        uffd_why = "the kernel has no userfaultfd";
+        return -1;
+    }
+    if (errno != EPERM) {
+        uffd_why = "userfaultfd fails";
+        return -1;
+    }
+    uffd_why = "userfaultfd is refused to this process (vm.unprivileged_userfaultfd=0 and no "
+               "CAP_SYS_PTRACE, or a seccomp filter such as a container's; nor may it open "
+               "/dev/userfaultfd)";
+    if ((dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC)) < 0)
+        return -1;
+    fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+    close(dev);
+    return fd >= 0 ? fd : -1;
+}
 
 /* A userfaultfd with the API handshake done asking for `features`; -1 on failure (uffd_why
  * says why). On success *have_p holds the features the kernel offers. */
 static int uffd_new(uint64_t features, uint64_t *have_p)
 {
     struct uffdio_api api = {.api = UFFD_API, .features = features};
-    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    int fd = uffd_get();
 
-    if (fd < 0) {
-        uffd_why = errno == EPERM
-                       ? "userfaultfd is refused to this process (vm.unprivileged_userfaultfd=0 "
-                         "and no CAP_SYS_PTRACE, or a seccomp filter such as a container's)"
-                   : errno == ENOSYS ? "the kernel has no userfaultfd"
-                                     : "userfaultfd fails";
+    if (fd < 0)
         return -1;
-    }
     if (ioctl(fd, UFFDIO_API, &api) != 0) {
         uffd_why = "the kernel refuses userfaultfd's handshake";
         close(fd);
@@ -509,6 +541,7 @@ static int uffd_open(void)
         close(uffd);
         uffd = uffd_new(UFFD_FEATURE_WP_UNPOPULATED, &have);
     }
+    uffd_wp_shmem = (have & UFFD_FEATURE_WP_HUGETLBFS_SHMEM) != 0; /* Linux 5.19 and later */
     if (uffd >= 0 && !(have & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
         uffd_why = "the kernel's userfaultfd cannot write-protect (Linux 5.7 and later can)";
         close(uffd);
@@ -736,7 +769,7 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
     reg = NULL;
     /* a live orphan on a memfd here (a window's moved pages, the window gone and the memory
      * now under a window of another extent) moves along */
-    if (!pages_movable(&lo, &hi, &orphans) || range_has_huge(lo, hi))
+    if (uffd_open() < 0 || !pages_movable(&lo, &hi, &orphans) || range_has_huge(lo, hi))
         goto out;
     /* everything that allocates happens before the pages are write-protected */
     reg = calloc(1, sizeof(*reg));

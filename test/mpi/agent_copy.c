@@ -215,7 +215,7 @@ int main(int argc, char **argv)
               "nothing is handed over here, yet %lld + %lld copies were", by_agent, by_caller);
     /* create and dynamic windows: once their memory moved where UCX maps it, where the
      * owner can move memory */
-    moves = rt_moves();
+    moves = rt_moves(right);
     most = on_alloc + run(RT_CREATE, handing && moves);
     most += run(RT_DYNAMIC, handing && moves);
     MPI_OK(RMAX_Agent_copies(&by_agent, &by_caller));

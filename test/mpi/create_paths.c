@@ -25,10 +25,15 @@
 
 #include "rmatest.h"
 
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int rank, nprocs, right, left, remap, right_off, spans;
+static int regrow; /* userfaultfd write-protects shmem here (Linux 5.19 and later) */
 static int right_moves; /* an off-node right neighbour moves its memory for us (netmap) */
 
 enum { M_PAGE, M_LARGE, M_ALLOCMEM, M_STACK, M_INPAGE, M_GROWN, M_SHIFTED, NKINDS };
@@ -47,6 +52,24 @@ static const char *path_name(int p)
            : p == RMAX_PATH_NETMOD ? "netmod"
            : p == RMAX_PATH_NETMAP ? "netmap"
                                    : "?";
+}
+
+/* 1 when this kernel's userfaultfd write-protects shmem (and this process may open one, as
+ * librma does: the system call, else /dev/userfaultfd). */
+static int kernel_wp_shmem(void)
+{
+    struct uffdio_api api = {.api = UFFD_API, .features = 0};
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC), ok, dev;
+
+    if (fd < 0 && (dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC)) >= 0) {
+        fd = ioctl(dev, _IO(0xAA, 0x00), O_CLOEXEC); /* USERFAULTFD_IOC_NEW */
+        close(dev);
+    }
+    if (fd < 0)
+        return 0;
+    ok = ioctl(fd, UFFDIO_API, &api) == 0 && (api.features & (1u << 12)) != 0;
+    close(fd);
+    return ok;
 }
 
 /* `outer` holds the window `w` of `len` bytes at offset `off`, with guard bytes around. */
@@ -82,6 +105,9 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
         /* traffic through CMA makes the owner's agent move whole-page memory; then the
          * path is direct (never for RMA_CREATE_REMAP=0, the stack, or a partial page) */
         if (path == RMAX_PATH_CMA && k != M_STACK && k != M_INPAGE) {
+            /* memory moved for a window that is gone moves again where userfaultfd
+             * write-protects shmem */
+            int moves = remap && (round == 0 || (k != M_GROWN && k != M_SHIFTED) || regrow);
             double t0 = MPI_Wtime();
             unsigned char b = 0;
             MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
@@ -90,7 +116,7 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
                 MPI_OK(MPI_Win_flush(right, win));
                 if (i % 64 == 63)
                     MPI_OK(RMAX_Win_path(win, right, 0, (MPI_Aint)len, &path));
-                if ((!remap || spans) && i >= 4096)
+                if ((!moves || spans) && i >= 4096)
                     break;
             }
             MPI_OK(MPI_Win_unlock(right, win));
@@ -98,11 +124,11 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
                 CHECK(path == RMAX_PATH_CMA || path == RMAX_PATH_DIRECT,
                       "%s round %d: path %s after traffic, want cma or direct", kname[k], round,
                       path_name(path));
-            else if (remap)
+            else if (moves)
                 CHECK(path == RMAX_PATH_DIRECT, "%s round %d: path %s after traffic, want direct",
                       kname[k], round, path_name(path));
             else
-                CHECK(path == RMAX_PATH_CMA, "%s round %d (no remap): path %s, want cma", kname[k],
+                CHECK(path == RMAX_PATH_CMA, "%s round %d (no move): path %s, want cma", kname[k],
                       round, path_name(path));
         }
         /* off node: traffic through the transport's emulation of RDMA makes an owner alone
@@ -245,15 +271,16 @@ static void run_kind(int k, unsigned char *stackbuf)
 int main(int argc, char **argv)
 {
     unsigned char stackbuf[64];
-    const char *e = getenv("RMA_CREATE_REMAP");
 
     rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     right = (rank + 1) % nprocs;
     left = (rank + nprocs - 1) % nprocs;
-    /* RMA_CREATE_REMAP=0, or no userfaultfd here: memory stays where it is */
-    remap = !(e != NULL && strcmp(e, "0") == 0) && rt_moves();
+    /* the right neighbour moves its memory (not with RMA_CREATE_REMAP=0, nor without
+     * userfaultfd) */
+    remap = rt_moves(right);
+    regrow = kernel_wp_shmem(); /* the same kernel as the right neighbour's, in these tests */
     right_off = rt_netmod_only() || !rt_same_node(right);
     spans = rt_netmod_only() || rt_world_spans_nodes();
     {

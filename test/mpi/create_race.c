@@ -34,7 +34,8 @@
 
 #define PAGE 4096
 
-static int rank, nprocs, can_move;
+static int rank, nprocs;
+static int can_move; /* the right neighbour, whose windows every part reaches, moves memory */
 static size_t npages;
 static unsigned char *buf;
 static _Atomic int stop;
@@ -297,7 +298,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     rt_rank = rank;
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    can_move = rt_moves();
+    can_move = rt_moves((rank + 1) % nprocs); /* every test's owner is the right neighbour */
     test_hammer(r ? atoi(r) : 50);
     test_fork();
     test_huge();

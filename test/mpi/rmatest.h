@@ -98,17 +98,22 @@ static inline int rt_netmod_only(void)
 }
 
 #ifdef RMA_EXT_H
-/* 1 when every rank's librma moves create and attach memory onto shared memory once traffic
- * pays for it (RMAX_Memory_moves); else rank 0 says why, once. Collective. */
-static inline int rt_moves(void)
+/* 1 when world rank r's librma moves its create and attach memory onto shared memory once
+ * traffic pays for it (RMAX_Memory_moves); a rank that cannot says why. Collective. */
+static inline int rt_moves(int r)
 {
     const char *why = NULL;
-    int can = 0, all = 0;
+    int can = 0, n, *all, r_can;
     MPI_OK(RMAX_Memory_moves(&can, &why));
-    MPI_Allreduce(&can, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (!can && rt_rank == 0)
-        printf("librma moves no memory here: %s\n", why != NULL ? why : "(no reason given)");
-    return all;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    all = malloc((size_t)n * sizeof(int));
+    MPI_Allgather(&can, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    r_can = all[r];
+    free(all);
+    if (!can)
+        printf("[%d] librma moves no memory here: %s\n", rt_rank,
+               why != NULL ? why : "(no reason given)");
+    return r_can;
 }
 #endif
 
