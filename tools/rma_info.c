@@ -24,7 +24,7 @@ int main(int argc, char **argv)
     printf("transports: shm (direct load/store, cross-memory attach), ucx (%s)\n",
            rma_net != NULL ? "off-node peers, or every peer with RMA_NETMOD_ONLY=1"
                            : "not built: off-node windows are refused");
-    printf("shared segments (memfd + pidfd_getfd): %s\n",
+    printf("shared segments (memfds, opened by peers with pidfd_getfd or /proc/<pid>/fd): %s\n",
            rma_seg_sharing_works() ? "yes" : "NO (windows use cross-memory attach)");
     {
         const char *why = NULL;

@@ -6,6 +6,8 @@
  * an epoch (the window stays usable), flushes outside a passive epoch, Free_mem of foreign
  * memory, bad creation arguments. After each error the window must still work.
  */
+#include <rma_ext.h>
+
 #include "rmatest.h"
 
 #include <limits.h>
@@ -303,6 +305,16 @@ static void arguments(void)
         MPI_Group_free(&world);
     }
     MPI_ERRCLASS(MPI_Win_flush(nprocs, win), MPI_ERR_RANK);
+    /* librma's extensions check theirs too (RMAX_Memory_moves through MPI_COMM_WORLD's
+     * handler, which returns) */
+    {
+        int path = -1;
+        MPI_ERRCLASS(RMAX_Win_path(win, nprocs, 0, 1, &path), MPI_ERR_ARG);
+        MPI_ERRCLASS(RMAX_Win_path(win, right, 0, -1, &path), MPI_ERR_ARG);
+        MPI_ERRCLASS(RMAX_Win_path(win, right, 0, 1, NULL), MPI_ERR_ARG);
+        MPI_ERRCLASS(RMAX_Memory_moves(NULL, NULL), MPI_ERR_ARG);
+        CHECK(path == -1, "RMAX_Win_path wrote %d on a bad call", path);
+    }
     /* the window is still in no epoch: these must all work */
     still_works("argument errors");
     if (rank == 0)
