@@ -100,8 +100,8 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
         return rma_err(NULL, "MPI_Alloc_mem", MPI_ERR_ARG, "baseptr is NULL");
     p = rma_memreg_alloc((size_t)size);
     if (p == NULL)
-        return rma_err(NULL, "MPI_Alloc_mem", MPI_ERR_NO_MEM, "cannot allocate %ld bytes: %s",
-                       (long)size, strerror(errno));
+        return rma_err(NULL, "MPI_Alloc_mem", MPI_ERR_NO_MEM, "cannot allocate %ld bytes: %s%s",
+                       (long)size, strerror(errno), rma_err_fd_hint(errno));
     *(void **)baseptr = p;
     return MPI_SUCCESS;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -50,6 +51,25 @@ uint64_t rma_seg_new_id(void)
     return next_seg_id++;
 }
 
+/* After a call failed with EMFILE: raises this process's soft limit of descriptors,
+ * doubling it up to the hard limit, errno unchanged. 1 when raised (try again). librma holds
+ * a descriptor for each shared segment (each window's control words, each MPI_Alloc_mem
+ * block, moved memory) so that peers can open it: a program of a few hundred windows passes
+ * the 1024 that Linux gives an ordinary user, whose hard limit is far higher. */
+static int fd_room(void)
+{
+    int saved = errno, raised = 0;
+    struct rlimit rl;
+
+    if (saved == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur =
+            rl.rlim_cur > 0 && rl.rlim_cur < rl.rlim_max / 2 ? 2 * rl.rlim_cur : rl.rlim_max;
+        raised = setrlimit(RLIMIT_NOFILE, &rl) == 0;
+    }
+    errno = saved;
+    return raised;
+}
+
 int rma_seg_create(size_t len, void *fixed, void **addr_p, int *fd_p)
 {
     size_t page = rma_page_size();
@@ -59,7 +79,8 @@ int rma_seg_create(size_t len, void *fixed, void **addr_p, int *fd_p)
     len = (len + page - 1) & ~(page - 1);
     if (len == 0)
         len = page;
-    fd = memfd_create("librma", MFD_CLOEXEC);
+    while ((fd = memfd_create("librma", MFD_CLOEXEC)) < 0 && fd_room())
+        ;
     if (fd < 0)
         return -errno;
     if (ftruncate(fd, (off_t)len) != 0) {
@@ -122,7 +143,7 @@ static int proc_getfd(int pid, int fd)
     return open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 }
 
-int rma_seg_getfd(int pid, int fd)
+static int seg_getfd(int pid, int fd)
 {
     int pidfd = -1, dup_fd = -1;
 
@@ -139,6 +160,15 @@ int rma_seg_getfd(int pid, int fd)
             pidfd_missing = 1; /* Linux 5.3-5.5: pidfd_open without pidfd_getfd */
     }
     return dup_fd >= 0 ? dup_fd : proc_getfd(pid, fd);
+}
+
+int rma_seg_getfd(int pid, int fd)
+{
+    int dup_fd;
+
+    while ((dup_fd = seg_getfd(pid, fd)) < 0 && fd_room())
+        ;
+    return dup_fd;
 }
 
 void *rma_seg_attach(const rma_seg_desc_t *desc)

@@ -224,6 +224,15 @@ const char *rma_err_cma_hint(int err, int local)
            "window memory from MPI_Win_allocate or MPI_Alloc_mem, or set RMA_NETMOD_ONLY=1";
 }
 
+const char *rma_err_fd_hint(int err)
+{
+    if (err != EMFILE)
+        return "";
+    return ". librma holds a descriptor for each window and each MPI_Alloc_mem block, and "
+           "this process reached its hard limit (ulimit -Hn; librma raises the soft one up to "
+           "it)";
+}
+
 MPI_Comm rma_err_comm_set(MPI_Comm comm)
 {
     MPI_Comm prev = err_comm;

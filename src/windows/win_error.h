@@ -30,6 +30,10 @@ MPI_Comm rma_err_comm_set(MPI_Comm comm);
  * default of Ubuntu and others, refuses it between sibling processes); else "". */
 const char *rma_err_cma_hint(int err, int local);
 
+/* What to add to a failure's message when it was errno err: for EMFILE, why librma needs
+ * descriptors and what limit was reached; else "". */
+const char *rma_err_fd_hint(int err);
+
 /* MPI_Error_string for a code rma_err returned: copies its precise text to out (at most
  * MPI_MAX_ERROR_STRING bytes with the NUL) and returns 1; 0 when the code is not librma's. */
 int rma_err_string(int code, char *out, int *len);

@@ -293,7 +293,8 @@ static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc,
         rc = rma_seg_create(len, NULL, &e.addr, &e.fd);
         if (rc != 0)
             return rma_err(NULL, func, MPI_ERR_NO_MEM,
-                           "cannot create a %zu-byte shared segment: %s", len, strerror(-rc));
+                           "cannot create a %zu-byte shared segment: %s%s", len, strerror(-rc),
+                           rma_err_fd_hint(-rc));
         e.seg_id = rma_seg_new_id();
     }
     memcpy(e.addr, &hdr, sizeof(hdr));
