@@ -32,6 +32,7 @@ int RMAX_Win_path(MPI_Win win, int target, MPI_Aint disp, MPI_Aint len, int *pat
  * RMAX_PATH_NETMAP), which takes userfaultfd with write protection: *can is 1 or 0; *why,
  * when why is not NULL, is NULL or a sentence on what is missing. MPI_SUCCESS. */
 int RMAX_Memory_moves(int *can, const char **why);
+
 /* Request-based copies (MPI_Rput, MPI_Rget) this process handed to its progress agent
  * (RMA_AGENT_COPY), by who made them so far: the agent, while the caller went on, or the
  * caller, whose wait came before the agent took the copy. Either pointer may be NULL.
