@@ -29,9 +29,11 @@ int main(int argc, char **argv)
     {
         const char *why = NULL;
         int can = rma_memreg_can_move(&why);
-        printf("create and attach memory moved onto shared memory (userfaultfd): %s%s%s\n",
-               can ? "yes" : "NO, ", can ? "" : why,
-               can ? "" : " (peers use cross-memory attach or UCX, not load/store)");
+        printf("create and attach memory moved onto shared memory (userfaultfd): ");
+        if (can)
+            printf("yes\n");
+        else
+            printf("NO, %s (peers use cross-memory attach or UCX, not load/store)\n", why);
     }
     printf("\nenvironment:\n");
     rma_env_print(stdout);

@@ -4,12 +4,12 @@
  * middle of a page, a heap page that once its window is gone is under a window of it and
  * the next page, and two heap pages that are then under a window of the second and a third
  * (memory moved for a window that is gone moves again with the new pages; with the shifted
- * one, the first page moves too). For each: the path
- * RMAX_Win_path reports (CMA at creation unless the memory is shared already, direct
- * load/store once traffic made the owner move it, CMA for good with RMA_CREATE_REMAP=0 /
- * memory that cannot be moved), Put/Get values, the bytes around the window in the same pages
- * untouched by peers' puts, and the buffer still usable with its contents after
- * MPI_Win_free. A second window on the same memory must work the same way.
+ * one, the first page moves too). For each: the path RMAX_Win_path reports (CMA at creation
+ * unless the memory is shared already, direct load/store once traffic made the owner move
+ * it, CMA for good with RMA_CREATE_REMAP=0 / memory that cannot be moved), Put/Get values,
+ * the bytes around the window in the same pages untouched by peers' puts, and the buffer
+ * still usable with its contents after MPI_Win_free. A second window on the same memory must
+ * work the same way.
  * A right neighbour on another node (or every peer, with RMA_NETMOD_ONLY=1) is reached through
  * the network transport (netmod) from creation on. When it is alone on its node and the
  * transport maps memory between the two processes (UCX's shared-memory transports; an
@@ -76,6 +76,8 @@ static int kernel_wp_shmem(void)
 static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t off, size_t len)
 {
     unsigned char *w = outer + off, *src = malloc(len), *got = malloc(len);
+    /* the grown and shifted second windows take over pages moved for a window that is gone */
+    int reuses = (k == M_GROWN || k == M_SHIFTED) && round == 1;
     MPI_Win win;
     int path = -1, bad = 0;
 
@@ -107,7 +109,7 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
         if (path == RMAX_PATH_CMA && k != M_STACK && k != M_INPAGE) {
             /* memory moved for a window that is gone moves again where userfaultfd
              * write-protects shmem */
-            int moves = remap && (round == 0 || (k != M_GROWN && k != M_SHIFTED) || regrow);
+            int moves = remap && (!reuses || regrow);
             double t0 = MPI_Wtime();
             unsigned char b = 0;
             MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
@@ -137,8 +139,7 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
             /* not the grown or shifted window: pages of it are on the block they moved onto
              * for the first window, which cannot move again (userfaultfd cannot
              * write-protect System V memory) */
-            int expect = right_moves && remap && k != M_STACK &&
-                         !((k == M_GROWN || k == M_SHIFTED) && round == 1);
+            int expect = right_moves && remap && k != M_STACK && !reuses;
             double t0 = MPI_Wtime();
             unsigned char b = 0;
             MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));

@@ -44,6 +44,7 @@ static void doorbell_close(void)
     }
     agent_rfd = agent_wfd = -1;
 }
+
 static _Atomic int agent_stopping;
 static _Atomic int agent_bound; /* the agent runs bound to a core of its own */
 
