@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "windows/memreg.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -547,33 +548,74 @@ static int uffd_open(void)
         close(uffd);
         uffd = -1;
     }
-    if (uffd < 0) {
-        uffd = -1;
-        if (rma_env.verbose >= 1)
-            fprintf(stderr,
-                    "librma: process %d cannot move window memory: %s. Peers reach its "
-                    "MPI_Win_create and MPI_Win_attach memory by cross-memory attach or UCX, "
-                    "not load/store\n",
-                    (int)getpid(), uffd_why);
-    }
     return uffd;
+}
+
+/* An RDMA device on this machine (a verbs device, or HPE Slingshot's cxi) may hold pages
+ * of window memory pinned: the MPI library's own transport registers a buffer with it for
+ * a large send or receive from it, and UCX's registration cache keeps the registration.
+ * Pages moved by raw system calls, which that cache never hears of, would leave the
+ * buffer's later transfers on the old pages, the network reading stale data and writing
+ * where the program never looks. So where there is such a device nothing moves, unless
+ * RMA_MOVE_PINNED=1 says that nothing registers window memory with it (or registers on
+ * demand). The reason, or NULL. Looked up once (memreg_lock). */
+static const char *pin_refusal(void)
+{
+    static char why[640];
+    static int done;
+    char dirs[512];
+
+    if (done)
+        return why[0] != '\0' ? why : NULL;
+    done = 1;
+    if (rma_env.move_pinned)
+        return NULL;
+    snprintf(dirs, sizeof(dirs), "%s", rma_env.pin_devices);
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d != NULL && why[0] == '\0';
+         d = strtok_r(NULL, ":", &save)) {
+        DIR *dir = opendir(d);
+        struct dirent *e;
+        while (dir != NULL && why[0] == '\0' && (e = readdir(dir)) != NULL)
+            if (e->d_name[0] != '.')
+                snprintf(why, sizeof(why),
+                         "the RDMA device %.64s (%.200s) may hold window memory pinned for the MPI "
+                         "library's own transfers, which would go on using the old pages "
+                         "(RMA_MOVE_PINNED=1 moves it anyway)",
+                         e->d_name, d);
+        if (dir != NULL)
+            closedir(dir);
+    }
+    return why[0] != '\0' ? why : NULL;
+}
+
+/* Why no memory may move here, or NULL (memreg_lock held). Said once with RMA_VERBOSE. */
+static const char *move_refusal(void)
+{
+    static int said;
+    const char *why = !rma_env.create_remap   ? "RMA_CREATE_REMAP=0"
+                      : pin_refusal() != NULL ? pin_refusal()
+                      : uffd_open() < 0       ? uffd_why
+                                              : NULL;
+
+    if (why != NULL && rma_env.create_remap && rma_env.verbose >= 1 && !said++)
+        fprintf(stderr,
+                "librma: process %d cannot move window memory: %s. Peers reach its "
+                "MPI_Win_create and MPI_Win_attach memory by cross-memory attach or UCX, "
+                "not load/store\n",
+                (int)getpid(), why);
+    return why;
 }
 
 int rma_memreg_can_move(const char **why)
 {
-    int ok;
+    const char *no;
 
-    if (!rma_env.create_remap) {
-        if (why != NULL)
-            *why = "RMA_CREATE_REMAP=0";
-        return 0;
-    }
     pthread_mutex_lock(&memreg_lock);
-    ok = uffd_open() >= 0;
-    if (why != NULL)
-        *why = ok ? NULL : uffd_why;
+    no = move_refusal();
     pthread_mutex_unlock(&memreg_lock);
-    return ok;
+    if (why != NULL)
+        *why = no;
+    return no == NULL;
 }
 
 /* 1 when a mapping in [lo, hi) is (or may become) backed by transparent huge pages, or is
@@ -769,7 +811,7 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
     reg = NULL;
     /* a live orphan on a memfd here (a window's moved pages, the window gone and the memory
      * now under a window of another extent) moves along */
-    if (uffd_open() < 0 || !pages_movable(&lo, &hi, &orphans) || range_has_huge(lo, hi))
+    if (move_refusal() != NULL || !pages_movable(&lo, &hi, &orphans) || range_has_huge(lo, hi))
         goto out;
     /* everything that allocates happens before the pages are write-protected */
     reg = calloc(1, sizeof(*reg));

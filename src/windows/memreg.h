@@ -76,16 +76,18 @@ typedef struct rma_memreg_hold {
  * map; with net, a System V block from the transport to other nodes (reg->net, whose own
  * mapping at reg->net_at its key addresses), which UCX maps into peers of this machine
  * that it counts as off node. NULL when that is not possible or not allowed
- * (RMA_CREATE_REMAP=0, no userfaultfd, pages that are not private writable memory or are
- * the main stack, transparent huge pages, part of another registration, pages moved onto
- * the other kind; with net, a transport that gives no System V block). Costs a copy of
+ * (RMA_CREATE_REMAP=0, no userfaultfd, an RDMA device on the machine (RMA_MOVE_PINNED),
+ * pages that are not private writable memory or are the main stack, transparent huge
+ * pages, part of another registration, pages moved onto the other kind; with net, a
+ * transport that gives no System V block). Costs a copy of
  * the pages: the progress agent calls it, never a creating call. Writers wait only while
  * the pages are copied and the segment is put in place (hold's writers too): the
  * segment's pages are allocated before. */
 rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold, int net);
 
-/* 1 when rma_memreg_move can move memory here (userfaultfd with write protection, and
- * RMA_CREATE_REMAP not 0); else 0 and *why (when why is not NULL) says what is missing. */
+/* 1 when rma_memreg_move can move memory here (userfaultfd with write protection,
+ * RMA_CREATE_REMAP not 0, and no RDMA device that may have pinned the pages, unless
+ * RMA_MOVE_PINNED=1); else 0 and *why (when why is not NULL) says what is missing. */
 int rma_memreg_can_move(const char **why);
 
 /* Drops a reference taken by rma_memreg_expose. */

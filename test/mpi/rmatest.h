@@ -99,12 +99,16 @@ static inline int rt_netmod_only(void)
 
 #ifdef RMA_EXT_H
 /* 1 when world rank r's librma moves its create and attach memory onto shared memory once
- * traffic pays for it (RMAX_Memory_moves); a rank that cannot says why. Collective. */
+ * traffic pays for it (RMAX_Memory_moves); a rank that cannot says why. With RT_NO_MOVES
+ * set, no rank may move, and the reason must contain its value. Collective. */
 static inline int rt_moves(int r)
 {
-    const char *why = NULL;
+    const char *why = NULL, *want = getenv("RT_NO_MOVES");
     int can = 0, n, *all, r_can;
     MPI_OK(RMAX_Memory_moves(&can, &why));
+    CHECK(want == NULL || (!can && why != NULL && strstr(why, want) != NULL),
+          "RT_NO_MOVES=%s: moves %s (%s)", want, can ? "allowed" : "refused",
+          why != NULL ? why : "no reason");
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     all = malloc((size_t)n * sizeof(int));
     MPI_Allgather(&can, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);

@@ -10,6 +10,8 @@
 rma_env_t rma_env = {
     .netmod_only = 0,
     .create_remap = 1,
+    .move_pinned = 0,
+    .pin_devices = RMA_PIN_DEVICES,
     .pidfd = 1,
     .move_eager = 64 << 20,
     .verbose = 0,
@@ -65,6 +67,9 @@ void rma_env_init(void)
     env_initialized = 1;
     rma_env.netmod_only = (int)env_long("RMA_NETMOD_ONLY", rma_env.netmod_only, 0, 1);
     rma_env.create_remap = (int)env_long("RMA_CREATE_REMAP", rma_env.create_remap, 0, 1);
+    rma_env.move_pinned = (int)env_long("RMA_MOVE_PINNED", rma_env.move_pinned, 0, 1);
+    if (env_given("RMA_TEST_PIN_DEVICES"))
+        rma_env.pin_devices = getenv("RMA_TEST_PIN_DEVICES");
     rma_env.move_eager = (size_t)env_long("RMA_MOVE_EAGER", (long)rma_env.move_eager, 0, LONG_MAX);
     rma_env.verbose = (int)env_long("RMA_VERBOSE", rma_env.verbose, 0, 2);
     rma_env.spin_count = (int)env_long("RMA_SPIN_COUNT", rma_env.spin_count, 0, 1 << 24);
@@ -127,6 +132,12 @@ void rma_env_print(FILE *out)
             "through CMA: the owner's agent moves it onto shared memory once their traffic "
             "pays for the copy (1), or never (0)\n",
             rma_env.create_remap);
+    fprintf(out,
+            "RMA_MOVE_PINNED=%d      ... also on a machine with an RDMA device (%s), which "
+            "may hold pages pinned that the MPI library registered for its own transfers from "
+            "window memory: moved, those would go on using the old pages (1); or not there "
+            "(0)\n",
+            rma_env.move_pinned, rma_env.pin_devices);
     fprintf(out,
             "RMA_MOVE_EAGER=%zu  a process alone on its node, whose off-node peers UCX "
             "reaches through shared memory: its agent moves MPI_Win_create memory and attached "

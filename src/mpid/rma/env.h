@@ -11,6 +11,7 @@
 typedef struct rma_env {
     int netmod_only;   /* RMA_NETMOD_ONLY: treat every peer as off-node */
     int create_remap;  /* RMA_CREATE_REMAP: move create/attach memory shared when it pays */
+    int move_pinned;   /* RMA_MOVE_PINNED: ... also beside an RDMA device (memreg.c) */
     size_t move_eager; /* RMA_MOVE_EAGER: off-node peers only: create-window memory and
                           attached regions up to this many bytes are moved onto UCX's shared
                           memory at creation or attach */
@@ -47,7 +48,13 @@ typedef struct rma_env {
                          sleeps this long between seeing its stripe free and updating, an
                          off-node read + compare-and-swap between reading its word and
                          swapping it */
+    const char *pin_devices; /* RMA_TEST_PIN_DEVICES: for tests, the directories whose
+                                entries count as RDMA devices (RMA_PIN_DEVICES) */
 } rma_env_t;
+
+/* Where RDMA devices are listed, ':'-separated: verbs devices (InfiniBand, RoCE, iWARP,
+ * EFA, Omni-Path) and HPE Slingshot's cxi */
+#define RMA_PIN_DEVICES "/sys/class/infiniband:/sys/class/cxi"
 
 #define RMA_AGGREGATE_AM (64u << 10)
 /* Over tcp a strided put or get of 1 MiB in 1 KiB rows moves 72-87 % of a contiguous one's
