@@ -27,6 +27,7 @@ static void init_body(void)
 {
     rma_env_init();
     rma_acc_ops_probe();
+    rma_seg_allow_peers();
 }
 
 void rma_init_once(void)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -187,6 +188,22 @@ void rma_seg_detach(void *addr, size_t len)
 {
     if (addr != NULL && len != 0)
         munmap(addr, len);
+}
+
+void rma_seg_allow_peers(void)
+{
+    char scope = 0;
+    int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) /* no Yama */
+        return;
+    if (read(fd, &scope, 1) == 1 && scope == '1' &&
+        prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0 && rma_env.verbose >= 1)
+        fprintf(stderr,
+                "librma: process %d: Yama's ptrace_scope is 1 and prctl(PR_SET_PTRACER) failed "
+                "(%s): same-node peers reach this process's memory only where it is shared\n",
+                (int)getpid(), strerror(errno));
+    close(fd);
 }
 
 int rma_seg_sharing_works(void)

@@ -38,6 +38,14 @@ int rma_seg_getfd(int pid, int fd);
 /* Unmaps a mapping made by rma_seg_create or rma_seg_attach. */
 void rma_seg_detach(void *addr, size_t len);
 
+/* Lets same-node peers attach to this process as a debugger would, which pidfd_getfd and
+ * cross-memory attach need, where Yama's ptrace_scope is 1 (the default of Ubuntu and
+ * others: only a process's ancestors may, and sibling ranks are not): any process of the
+ * same user then may, as with scope 0. UCX's cross-memory-attach transport, which MPICH's
+ * UCX device loads, does the same. Scopes 2 and 3 need CAP_SYS_PTRACE, which no call gives.
+ * Once, at MPI_Init. */
+void rma_seg_allow_peers(void);
+
 /* 1 when peers' segments can be mapped (rma_seg_getfd works here), else 0. Cached. */
 int rma_seg_sharing_works(void);
 

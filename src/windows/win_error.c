@@ -220,8 +220,9 @@ const char *rma_err_cma_hint(int err, int local)
     if (!local || err != EPERM)
         return "";
     return ". Memory that is not shared is reached with cross-memory attach, which needs "
-           "ptrace permission between the ranks (Yama: kernel.yama.ptrace_scope=0); or take the "
-           "window memory from MPI_Win_allocate or MPI_Alloc_mem, or set RMA_NETMOD_ONLY=1";
+           "ptrace permission between the ranks (Yama: kernel.yama.ptrace_scope 0 or 1; a "
+           "seccomp filter may refuse it too); or take the window memory from MPI_Win_allocate "
+           "or MPI_Alloc_mem, or set RMA_NETMOD_ONLY=1";
 }
 
 const char *rma_err_fd_hint(int err)

@@ -26,8 +26,9 @@ int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...
 MPI_Comm rma_err_comm_set(MPI_Comm comm);
 
 /* What to add to the reason when reaching same-node rank memory failed with errno err: for
- * EPERM, what cross-memory attach needs and the ways around it (Yama's ptrace_scope 1, the
- * default of Ubuntu and others, refuses it between sibling processes); else "". */
+ * EPERM, what cross-memory attach needs and the ways around it (Yama's ptrace_scope 2 or
+ * 3, or a seccomp filter, refuses it between sibling processes; under 1 librma lets its
+ * peers attach, segment.h rma_seg_allow_peers); else "". */
 const char *rma_err_cma_hint(int err, int local);
 
 /* What to add to a failure's message when it was errno err: for EMFILE, why librma needs

@@ -1,9 +1,10 @@
 /*
  * no_ptrace - ranks of a node that may not ptrace-attach to each other, as under Yama's
- * kernel.yama.ptrace_scope=1 (Ubuntu's default): before MPI_Init a seccomp filter makes
- * process_vm_readv/writev (cross-memory attach) and pidfd_getfd fail with EPERM, as Yama
- * does between sibling processes. Opening /proc/<pid>/fd needs only ptrace-read permission,
- * which Yama leaves alone, so librma still maps peers' shared segments:
+ * kernel.yama.ptrace_scope=2, or Yama's 1 had librma not let its peers attach
+ * (rma_seg_allow_peers): before MPI_Init a seccomp filter makes process_vm_readv/writev
+ * (cross-memory attach) and pidfd_getfd fail with EPERM, as Yama does. Opening
+ * /proc/<pid>/fd needs only ptrace-read permission, which Yama leaves alone, so librma
+ * still maps peers' shared segments:
  *
  * 1. MPI_Win_allocate and MPI_Win_create on MPI_Alloc_mem memory: puts, gets and
  *    accumulates to every rank land, under lock_all + flush and fence.
