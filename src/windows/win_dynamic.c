@@ -494,7 +494,8 @@ int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)
         atomic_fetch_add_explicit(&me->dyn_seq, 1, memory_order_release);
         rma_memreg_release(reg);
         rma_net_mem_free(net);
-        rc = rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for %u attached regions", n + 1);
+        rc = rma_err(win, func, MPI_ERR_NO_MEM, "cannot grow the region table to %u regions: %s%s",
+                     2 * win->dyn_cap, strerror(-rc), rma_err_fd_hint(-rc));
         goto out;
     }
     pthread_mutex_lock(&win->dyn_mtx);

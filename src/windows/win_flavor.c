@@ -31,7 +31,8 @@
 /* What each rank tells the others when a window is created (one allgather). */
 typedef struct rank_info {
     int32_t need_ep; /* this rank lacks an endpoint to an off-node peer of the window */
-    int32_t net_err; /* this rank could not start the network transport */
+    int32_t net_err; /* this rank could not start the network transport: the error code
+                        raised there (to be returned by that rank), else 0 */
     int32_t handle;  /* its handle of the window ... */
     uint32_t serial; /* ... and serial number */
     uint64_t base;   /* window base in the owner's address space */
@@ -141,10 +142,10 @@ static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
     if (rma_net == NULL)
         why = "this librma was built without UCX (install libucx-dev and rebuild)";
     if (why != NULL || rma_net->start(&why) != 0) {
-        me->net_err = 1;
-        rma_err(NULL, func, MPI_ERR_OTHER,
-                "the window has ranks on other nodes, which librma reaches through UCX, but %s",
-                why);
+        me->net_err = rma_err(NULL, func, MPI_ERR_OTHER,
+                              "the window has ranks on other nodes, which librma reaches "
+                              "through UCX, but %s",
+                              why);
         return;
     }
     rma_win_dyn_net_init();
@@ -180,12 +181,29 @@ static int win_exchange(rma_win_t *win, MPI_Comm comm, rank_info_t *me, rank_inf
     if (bad >= 0) {
         free(all);
         return me->net_err
-                   ? MPI_ERR_OTHER
+                   ? me->net_err
                    : rma_err(NULL, func, MPI_ERR_OTHER,
                              "rank %d could not start UCX for the ranks on other nodes", bad);
     }
     *all_p = all;
     return MPI_SUCCESS;
+}
+
+/* Window creation is collective, but some of its steps can fail on one rank alone (out of
+ * descriptors, say, when it maps the leader's segment): that rank must not leave the others
+ * waiting in the next collective step, nor with a window it lacks. Every rank passes its
+ * result; when any failed, all fail, those that did not with the failure's class and a
+ * message naming the rank (the highest class, and its lowest rank: MPI_MAXLOC). */
+static int win_agree(rma_win_t *win, MPI_Comm comm, int rc, const char *func)
+{
+    int in[2] = {MPI_SUCCESS, win->rank}, out[2];
+
+    if (rc != MPI_SUCCESS && (PMPI_Error_class(rc, &in[0]) != MPI_SUCCESS || in[0] == 0))
+        in[0] = MPI_ERR_OTHER;
+    PMPI_Allreduce(in, out, 1, MPI_2INT, MPI_MAXLOC, comm);
+    if (rc != MPI_SUCCESS || out[0] == MPI_SUCCESS)
+        return rc;
+    return rma_err(NULL, func, out[0], "rank %d could not set up its part of the window", out[1]);
 }
 
 /* ------------------------------------------------------------------ control segment pool
@@ -328,6 +346,9 @@ static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char
         return MPI_SUCCESS;
     }
     win->seg = rma_seg_attach(desc);
+    if (win->seg == NULL && errno == EMFILE)
+        return rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot map rank %d's shared segment: %s%s",
+                       win->leader, strerror(errno), rma_err_fd_hint(errno));
     if (win->seg == NULL)
         return rma_err(NULL, func, MPI_ERR_OTHER,
                        "cannot map rank %d's shared segment (pidfd_getfd, /proc/<pid>/fd: %s); "
@@ -585,17 +606,17 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     static const char func[] = "MPI_Win_create";
     rma_win_t *win = rma_win_new();
     rank_info_t me = {0}, *all = NULL;
-    int rc;
+    int rc, ctl_rc = MPI_SUCCESS;
 
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_CREATE, func);
-    if (rc == MPI_SUCCESS)
-        win_net_begin(win, &me, func);
-    if (rc == MPI_SUCCESS && win->rank == win->leader)
-        rc = win_ctl_create(win, 0, &me.ctl, func);
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
+    win_net_begin(win, &me, func);
+    /* a leader that cannot make the segment sends none (length 0): the others fail too */
+    if (win->rank == win->leader)
+        ctl_rc = win_ctl_create(win, 0, &me.ctl, func);
     win->base = base;
     win->size = size;
     win->disp_unit = disp_unit;
@@ -614,8 +635,12 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
         me.seg_base = win->expose->base;
     }
     rc = win_exchange(win, comm, &me, &all, func);
-    if (rc == MPI_SUCCESS && win->rank != win->leader)
-        rc = win_ctl_attach(win, &all[win->leader].ctl, func);
+    if (rc == MPI_SUCCESS) {
+        rc = ctl_rc;
+        if (rc == MPI_SUCCESS && win->rank != win->leader)
+            rc = win_ctl_attach(win, &all[win->leader].ctl, func);
+        rc = win_agree(win, comm, rc, func);
+    }
     if (rc == MPI_SUCCESS)
         rc = win_net_setup(win, comm, all, size > 0 ? base : NULL, (size_t)size, func);
     if (rc != MPI_SUCCESS) {
@@ -675,7 +700,7 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
     size_t ctl_len, data_len = 0, page = rma_page_size();
     size_t *offs = NULL;
     rma_ctl_t hdr;
-    int rc, contig;
+    int rc, contig, ctl_rc = MPI_SUCCESS;
 
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
@@ -707,7 +732,7 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
             data_len += contig ? (size_t)all[t].size : round_up((size_t)all[t].size, page);
     }
     ctl_len = ctl_layout(&hdr, win->nranks);
-    if (win->rank == win->leader && win_ctl_create(win, data_len, &desc, func) != MPI_SUCCESS)
+    if (win->rank == win->leader && (ctl_rc = win_ctl_create(win, data_len, &desc, func)) != 0)
         desc.len = 0;
     if (win->net) /* every node's leader made one */
         PMPI_Allgather(&desc, sizeof(desc), MPI_BYTE, descs, sizeof(desc), MPI_BYTE, comm);
@@ -715,8 +740,8 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
         PMPI_Bcast(&desc, sizeof(desc), MPI_BYTE, win->leader, comm);
     if (win->net)
         desc = descs[win->leader];
-    rc = win->rank == win->leader ? (desc.len ? MPI_SUCCESS : MPI_ERR_NO_MEM)
-                                  : win_ctl_attach(win, &desc, func);
+    rc = win->rank == win->leader ? ctl_rc : win_ctl_attach(win, &desc, func);
+    rc = win_agree(win, comm, rc, func);
     if (rc == MPI_SUCCESS) {
         /* the exchange in win_net_setup lets peers send requests to this rank's agent,
          * which checks them against base and size: both are set before it */
@@ -755,25 +780,29 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
     static const char func[] = "MPI_Win_create_dynamic";
     rma_win_t *win = rma_win_new();
     rank_info_t me = {0}, *all = NULL;
-    int rc;
+    int rc, ctl_rc = MPI_SUCCESS;
 
     if (win == NULL)
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "out of memory");
     rc = win_begin(win, comm, info, MPI_WIN_FLAVOR_DYNAMIC, func);
-    if (rc == MPI_SUCCESS)
-        win_net_begin(win, &me, func);
-    if (rc == MPI_SUCCESS && win->rank == win->leader)
-        rc = win_ctl_create(win, 0, &me.ctl, func);
-    if (rc == MPI_SUCCESS)
-        rc = win_exchange(win, comm, &me, &all, func);
-    if (rc == MPI_SUCCESS && win->rank != win->leader)
-        rc = win_ctl_attach(win, &all[win->leader].ctl, func);
+    if (rc != MPI_SUCCESS)
+        return win_fail(win, rc);
+    win_net_begin(win, &me, func);
+    if (win->rank == win->leader) /* as for MPI_Win_create */
+        ctl_rc = win_ctl_create(win, 0, &me.ctl, func);
+    rc = win_exchange(win, comm, &me, &all, func);
+    if (rc == MPI_SUCCESS) {
+        rc = ctl_rc;
+        if (rc == MPI_SUCCESS && win->rank != win->leader)
+            rc = win_ctl_attach(win, &all[win->leader].ctl, func);
+        if (rc == MPI_SUCCESS && (rc = rma_win_dyn_init(win)) != 0)
+            rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot create the region table: %s%s",
+                         strerror(-rc), rma_err_fd_hint(-rc));
+        rc = win_agree(win, comm, rc, func);
+    }
     if (rc == MPI_SUCCESS)
         rc = win_net_setup(win, comm, all, NULL, 0, func);
     free(all);
-    if (rc == MPI_SUCCESS && (rc = rma_win_dyn_init(win)) != 0)
-        rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot create the region table: %s",
-                     strerror(-rc));
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
     win_shm_targets(win);

@@ -6,7 +6,12 @@
  * window's data checked through a fence epoch. Then, where its blocks are memfds (it shares
  * its node, and not RMA_NETMOD_ONLY=1), with every descriptor up to the hard limit taken,
  * MPI_Alloc_mem must fail with MPI_ERR_NO_MEM and a message naming the limit, and work again
- * once they are closed.
+ * once they are closed. Last, one rank at a time (the lowest, a node's leader, and the
+ * highest) takes every descriptor up to its hard limit while all create a window of each
+ * flavor: the window must fail on every rank or on none (a rank that fails alone must not
+ * leave the others waiting, nor with a window it lacks), the failing rank's message naming
+ * the limit and the others' naming that rank; once the descriptors are closed, a window of
+ * that flavor works again.
  */
 #include "rmatest.h"
 
@@ -16,6 +21,93 @@
 #include <unistd.h>
 
 enum { NBLOCKS = 300, NWINS = 150, INTS = 64 };
+
+enum { F_CREATE, F_ALLOCATE, F_DYNAMIC, NFLAVORS };
+static const char *const flavor_names[NFLAVORS] = {"create", "allocate", "dynamic"};
+
+static int create_window(int flavor, int *buf, int **base, MPI_Win *win)
+{
+    switch (flavor) {
+    case F_CREATE:
+        *base = buf;
+        return MPI_Win_create(buf, INTS * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                              win);
+    case F_ALLOCATE:
+        return MPI_Win_allocate(INTS * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                                base, win);
+    default: *base = NULL; return MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, win);
+    }
+}
+
+/* Rank `who` takes every descriptor up to its hard limit (dups: room for them) while all
+ * create a window of the flavor; then all create one again, with descriptors to spare, and
+ * a put through it must land. */
+static void one_rank_out(int rank, int nprocs, int who, int flavor, int *dups, rlim_t hard)
+{
+    static int buf[INTS];
+    int *base, rc, ok, *oks = malloc((size_t)nprocs * sizeof(int)), ndup = 0, cls = 0, len = 0;
+    char msg[MPI_MAX_ERROR_STRING] = "", name[32];
+    MPI_Win win;
+
+    if (rank == who) {
+        struct rlimit all = {hard, hard};
+        CHECK(setrlimit(RLIMIT_NOFILE, &all) == 0, "setrlimit(soft = hard)");
+        while ((dups[ndup] = dup(0)) >= 0)
+            ndup++;
+    }
+    rc = create_window(flavor, buf, &base, &win);
+    ok = rc == MPI_SUCCESS;
+    if (!ok) {
+        MPI_Error_class(rc, &cls);
+        MPI_Error_string(rc, msg, &len);
+    }
+    while (ndup > 0)
+        close(dups[--ndup]);
+    MPI_Allgather(&ok, 1, MPI_INT, oks, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < nprocs; r++)
+        CHECK(oks[r] == oks[0], "%s, rank %d out of descriptors: rank %d %s, rank 0 %s",
+              flavor_names[flavor], who, r, oks[r] ? "has the window" : "failed",
+              oks[0] ? "has it" : "failed");
+    snprintf(name, sizeof(name), "rank %d", who);
+    CHECK(ok || cls == MPI_ERR_NO_MEM, "%s, rank %d out of descriptors: class %d (%s)",
+          flavor_names[flavor], who, cls, msg);
+    CHECK(ok || strstr(msg, rank == who ? "ulimit -Hn" : name) != NULL,
+          "%s, rank %d out of descriptors: the message names neither: %s", flavor_names[flavor],
+          who, msg);
+    if (rank == 0)
+        printf("%s, rank %d out of descriptors: %s\n", flavor_names[flavor], who,
+               ok ? "created on every rank" : msg);
+    if (ok)
+        MPI_OK(MPI_Win_free(&win));
+    free(oks);
+
+    rc = create_window(flavor, buf, &base, &win);
+    CHECK(rc == MPI_SUCCESS, "%s again, descriptors free: %d", flavor_names[flavor], rc);
+    if (rc != MPI_SUCCESS)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    int v = rank + 7, got = -1, right = (rank + 1) % nprocs;
+    MPI_Aint disp = 0;
+    if (flavor == F_DYNAMIC) {
+        MPI_OK(MPI_Win_attach(win, buf, INTS * sizeof(int)));
+        MPI_Get_address(buf, &disp);
+        base = buf;
+    }
+    {
+        MPI_Aint *disps = malloc((size_t)nprocs * sizeof(MPI_Aint));
+        MPI_Allgather(&disp, 1, MPI_AINT, disps, 1, MPI_AINT, MPI_COMM_WORLD);
+        MPI_OK(MPI_Win_fence(0, win));
+        MPI_OK(MPI_Put(&v, 1, MPI_INT, right, flavor == F_DYNAMIC ? disps[right] : 0, 1, MPI_INT,
+                       win));
+        MPI_OK(MPI_Win_fence(0, win));
+        free(disps);
+    }
+    got = base[0];
+    CHECK(got == (rank + nprocs - 1) % nprocs + 7, "%s again: put gave %d", flavor_names[flavor],
+          got);
+    if (flavor == F_DYNAMIC)
+        MPI_OK(MPI_Win_detach(win, buf));
+    MPI_OK(MPI_Win_free(&win));
+}
 
 static int open_fds(void)
 {
@@ -130,6 +222,14 @@ int main(int argc, char **argv)
     setrlimit(RLIMIT_NOFILE, &rl);
     for (int b = 0; b < NBLOCKS; b++)
         MPI_OK(MPI_Free_mem(blocks[b]));
+    if (rl.rlim_max <= 65536 && (dups = malloc(rl.rlim_max * sizeof(int))) != NULL) {
+        for (int f = 0; f < NFLAVORS; f++)
+            for (int who = 0; who < nprocs; who += nprocs - 1) {
+                one_rank_out(rank, nprocs, who, f, dups, rl.rlim_max);
+                setrlimit(RLIMIT_NOFILE, &rl);
+            }
+        free(dups);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     return rt_finish("many_fds");
 }

@@ -49,7 +49,7 @@ static struct {
     size_t taddr_len, waddr_len;
     peer_t *peers; /* by MPI_COMM_WORLD rank */
     int npeers;
-    int started, failed;
+    int started;
     int has_device;    /* a network device among the context's resources (ucx_movable) */
     size_t am_hdr_max; /* the smaller of the workers' max_am_header */
     rma_nm_am_cb_t am[RMA_NM_AM_MAX];
@@ -561,6 +561,31 @@ static int context_has_device(void)
     return dev;
 }
 
+/* A start that failed part-way gives back what it made, so that a later window tries
+ * again: what failed may pass (descriptors run out for a moment). */
+static void start_undo(void)
+{
+    free(ux.peers);
+    ux.peers = NULL;
+    ux.npeers = 0;
+    if (ux.taddr != NULL)
+        ucp_worker_release_address(ux.tw, ux.taddr);
+    if (ux.waddr != NULL)
+        ucp_worker_release_address(ux.ww, ux.waddr);
+    ux.taddr = ux.waddr = NULL;
+    if (ux.ow != NULL)
+        ucp_worker_destroy(ux.ow);
+    if (ux.tw != NULL)
+        ucp_worker_destroy(ux.tw);
+    if (ux.ww != NULL)
+        ucp_worker_destroy(ux.ww);
+    ux.ow = ux.tw = ux.ww = NULL;
+    ux.tw_fd = -1;
+    if (ux.ctx != NULL)
+        ucp_cleanup(ux.ctx);
+    ux.ctx = NULL;
+}
+
 static int ucx_start(const char **why)
 {
     ucp_params_t params = {.field_mask =
@@ -573,12 +598,10 @@ static int ucx_start(const char **why)
     ucs_thread_mode_t mode;
 
     pthread_mutex_lock(&ux.lock);
-    if (ux.started || ux.failed) {
-        rc = ux.started ? 0 : -1;
-        *why = "UCX could not be started earlier in this process";
+    if (ux.started) {
+        rc = 0;
         goto out;
     }
-    ux.failed = 1;
     *why = "ucp_config_read failed";
     if (ucp_config_read("RMA", NULL, &cfg) != UCS_OK) /* RMA_UCX_* override UCX_* */
         goto out;
@@ -645,9 +668,10 @@ static int ucx_start(const char **why)
     rma_peer_watch_set(ww_progress);
     ux.started = 1;
     rma_net_unserved = rma_env.agent == RMA_AGENT_OFF;
-    ux.failed = 0;
     rc = 0;
 out:
+    if (rc != 0)
+        start_undo();
     if (cfg != NULL)
         ucp_config_release(cfg);
     pthread_mutex_unlock(&ux.lock);
