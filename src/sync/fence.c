@@ -56,9 +56,11 @@ int rma_sync_barrier(rma_win_t *win)
     uint64_t epoch = ++win->bar_epoch;
     int rc, via = -1;
 
+    /* our operations complete first, whichever barrier: the held cross-memory transfers of
+     * a large single-node group too */
+    if ((rc = barrier_order(win, "MPI_Win_fence", &via)) != MPI_SUCCESS)
+        return rc;
     if (win->nranks <= FLAG_BARRIER_MAX || win->nreps > 0) {
-        if ((rc = barrier_order(win, "MPI_Win_fence", &via)) != MPI_SUCCESS)
-            return rc;
         for (int k = 0, first = via >= 0 ? win->targets[via].node : 0; k < win->nreps; k++) {
             int i = (first + k) % win->nreps; /* the carrier's node first */
             int r = i == first && via >= 0 ? via : win->reps[i];
