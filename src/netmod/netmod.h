@@ -3,7 +3,9 @@
  * target has mapped here; every other byte and every control word of a target goes through
  * the ops table the window picked for that target when it was created:
  *
- *   shm  same node, memory not mapped here: cross-memory attach (process_vm_readv/writev)
+ *   shm  same node, memory not mapped here: cross-memory attach (process_vm_readv/writev);
+ *        in a window whose UCX runs, with UCX's messages for puts of many small pieces
+ *        (rma_nm_shm_with)
  *   ucx  another node (or every peer with RMA_NETMOD_ONLY=1): UCX RDMA, network atomics
  *        and active messages (netmod/ucx)
  *
@@ -412,6 +414,12 @@ typedef struct rma_netmod_ops {
 } rma_netmod_ops_t;
 
 extern const rma_netmod_ops_t rma_nm_shm_ops;
+
+/* shm with the messages of msg (the transport to other nodes' data path, as its tgt_init
+ * set it): cross-memory attach for the data, msg's active messages for host-assisted
+ * requests to the target's agent (its hx_* fields set), flushes that complete both
+ * (nm_shm.c). */
+const rma_netmod_ops_t *rma_nm_shm_with(const rma_netmod_ops_t *msg);
 
 /* shm: completes and frees what is held for t (its window is freed). */
 void rma_nm_shm_release(rma_nm_tgt_t *t);

@@ -151,8 +151,11 @@ static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
     rma_win_dyn_net_init();
     rma_expose_net_init();
     rma_hx_net_init();
+    /* create and dynamic windows: same-node peers too (win_shm_msg_targets) */
     for (int t = 0; t < win->nranks; t++)
-        if (!win->targets[t].local && !rma_net->has_ep(win->world[t]))
+        if ((!win->targets[t].local ||
+             (t != win->rank && win->flavor != MPI_WIN_FLAVOR_ALLOCATE)) &&
+            !rma_net->has_ep(win->world[t]))
             me->need_ep = 1;
 }
 
@@ -383,6 +386,34 @@ static void win_shm_targets(rma_win_t *win)
         nm->ops = &rma_nm_shm_ops;
         nm->cma_moving = &rma_ctl_rank(win->ctl, t)->moving;
         nm->cma_writers = &rma_ctl_rank(win->ctl, t)->cma_writers;
+    }
+}
+
+/* In a window whose UCX runs, a same-node target whose memory is not mapped here (create
+ * and attached memory that is not shared) gets its puts of many small pieces through its
+ * agent, in UCX's messages, rather than a cross-memory-attach iovec per piece (netmod.h
+ * rma_nm_shm_with). Its control words stay CPU atomics, its accumulates the node's. */
+static void win_shm_msg_targets(rma_win_t *win)
+{
+    if (!win->net || rma_env.hx_node == 0)
+        return;
+    for (int t = 0; t < win->nranks; t++) {
+        rma_nm_tgt_t *nm = &win->targets[t].nm;
+        if (!win->targets[t].local || t == win->rank || win->targets[t].map_local != NULL ||
+            (win->flavor == MPI_WIN_FLAVOR_CREATE && win->targets[t].size == 0) ||
+            rma_net->tgt_init(nm, win->world[t]) != 0)
+            continue;
+        nm->ops = rma_nm_shm_with(nm->ops);
+        nm->dev_rma = 1; /* the data goes by cross-memory attach, never behind the requests */
+        nm->dev_amo = nm->maps = nm->ordered = nm->am_rma = 0;
+        nm->hx_piece = rma_env.hx_node;
+        nm->hx_get_piece = 0; /* a get of many pieces reads their span at once (nm_shm.c) */
+        nm->aggregate = 0;
+        if (rma_env.verbose >= 2)
+            fprintf(stderr,
+                    "librma: window 0x%x: rank %d reaches rank %d (same node) by cross-memory "
+                    "attach, puts of many pieces of up to %zu bytes through its agent\n",
+                    (unsigned)win->handle, win->rank, t, nm->hx_piece);
     }
 }
 
@@ -680,6 +711,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
                                     : "through cross-memory attach");
     }
     free(all);
+    win_shm_msg_targets(win);
     /* memory registered with UCX moves only where no NIC may have pinned its pages
      * (rma_expose_offer_net) */
     if (win->expose == NULL && size > 0 && !win->net)
@@ -806,6 +838,7 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
     win_shm_targets(win);
+    win_shm_msg_targets(win);
     win->acc_mode = RMA_ACC_MODE_DYNAMIC; /* decided per attached region */
     win->base = MPI_BOTTOM;
     win->size = 0;

@@ -23,6 +23,7 @@ rma_env_t rma_env = {
     .agent_copy = 64 << 10,
     .hx_piece = 2048,
     .hx_min = 8,
+    .hx_node = 256,
     .hx_get_piece = 64 << 10,
     .hx_msg = 64 << 10,
     .aggregate = 4 << 10,
@@ -82,6 +83,9 @@ void rma_env_init(void)
     if (rma_env.hx_piece > rma_env.hx_msg)
         rma_env.hx_piece = rma_env.hx_msg;
     rma_env.hx_min = (size_t)env_long("RMA_HX_MIN_PIECES", (long)rma_env.hx_min, 1, 1L << 30);
+    rma_env.hx_node = (size_t)env_long("RMA_HX_PIECE_NODE", (long)rma_env.hx_node, 0, 4 << 20);
+    if (rma_env.hx_node > rma_env.hx_msg)
+        rma_env.hx_node = rma_env.hx_msg;
     /* a get of many pieces gathers larger ones at the target's agent, not only what a put
      * scatters there; RMA_HX_PIECE=0 (never host-assisted) turns both off */
     rma_env.hx_get_piece =
@@ -194,6 +198,13 @@ void rma_env_print(FILE *out)
             "RMA_HX_MIN_PIECES=%zu    ... when one operation has at least this many such "
             "pieces (fewer go by RDMA)\n",
             rma_env.hx_min);
+    fprintf(out,
+            "RMA_HX_PIECE_NODE=%zu   a put to a same-node rank whose window memory is reached "
+            "by cross-memory attach (not shared: malloc'd create or attached memory), in a "
+            "window with off-node ranks (UCX runs): its pieces of at most this many bytes, "
+            "when it has RMA_HX_MIN_PIECES of them, go to the target's agent in UCX messages "
+            "rather than one cross-memory-attach iovec each; 0: never\n",
+            rma_env.hx_node);
     fprintf(out,
             "RMA_HX_GET_PIECE=%zu  ... for a get: its pieces of at most this many bytes, when it "
             "has RMA_HX_MIN_PIECES of them, are gathered by the target's agent into one "

@@ -59,16 +59,14 @@ static int mover_rndv(rma_mover_t *mv, uintptr_t ta, char *buf, size_t n)
 }
 
 /* A piece that goes now, not through the target's agent (which checks as it sends them):
- * off node, it waits for what it could overtake (hx.h, one origin's order). */
+ * it waits for what it could overtake (hx.h, one origin's order; nothing is recorded for a
+ * same-node target unless its puts go to its agent too, rma_nm_shm_with). */
 static int mover_order(rma_mover_t *mv, uintptr_t ta, size_t n)
 {
-    int rc;
+    int rc = rma_hx_order(mv->win, mv->trank, ta, ta + n,
+                          mv->write ? RMA_HX_ORD_PUT : RMA_HX_ORD_GET, 0);
 
-    if (mv->win->targets[mv->trank].local ||
-        (rc = rma_hx_order(mv->win, mv->trank, ta, ta + n,
-                           mv->write ? RMA_HX_ORD_PUT : RMA_HX_ORD_GET, 0)) == 0)
-        return 0;
-    return mv->err = rc;
+    return rc == 0 ? 0 : (mv->err = rc);
 }
 
 int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
@@ -436,7 +434,7 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
                          .max_iov = (int)(rma_env.cma_batch < 1024 ? rma_env.cma_batch : 1024),
                          .liov = x.liov,
                          .riov = x.riov};
-    if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0) {
+    if (win->targets[trank].nm.hx_piece > 0) { /* off node, or shm with messages */
         x.hx = (rma_hx_t){.win = win, .trank = trank, .write = kind == RMA_PUT};
         x.mv.hx = &x.hx;
     }

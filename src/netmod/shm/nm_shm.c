@@ -225,6 +225,22 @@ static int small_pieces(const struct iovec *local, int n)
     return 1;
 }
 
+/* Sends what is held for t, without counting anything flushed: with messages
+ * (rma_nm_shm_with) the issued count covers requests still unanswered, which only the
+ * transport's flush may count. */
+static int held_send_now(rma_nm_tgt_t *t)
+{
+    shm_held_t *h = atomic_load_explicit(&t->held, memory_order_acquire);
+    int rc;
+
+    if (h == NULL)
+        return 0;
+    pthread_mutex_lock(&h->mtx);
+    rc = held_send(t, h);
+    pthread_mutex_unlock(&h->mtx);
+    return rc;
+}
+
 static int nm_shm_flush(rma_nm_tgt_t *t)
 {
     shm_held_t *h = atomic_load_explicit(&t->held, memory_order_acquire);
@@ -248,7 +264,7 @@ static int nm_shm_issue(rma_nm_tgt_t *t, const struct iovec *local, const struct
     int rc = 0, first = 0;
 
     if (h == NULL) /* at once, after what is held */
-        return (rc = nm_shm_flush(t)) != 0 ? rc : xfer_now(t, local, remote, n, write);
+        return (rc = held_send_now(t)) != 0 ? rc : xfer_now(t, local, remote, n, write);
     pthread_mutex_lock(&h->mtx);
     if (h->n > 0 && (h->write != write || h->n + n > HELD_MAX ||
                      h->used + iov_total(local, n) > sizeof(h->buf)))
@@ -314,6 +330,69 @@ void rma_nm_shm_release(rma_nm_tgt_t *t)
     held_send(t, h); /* an epoch left open: MPI_Win_free completes it */
     pthread_mutex_destroy(&h->mtx);
     free(h);
+}
+
+/* ------------------------------------------------------------------ with messages
+ *
+ * A same-node target whose window memory is not mapped here (malloc'd create or attached
+ * memory), in a window with off-node peers: UCX runs in both processes, and this one has an
+ * endpoint to it. A put of many small pieces then goes to the target's agent as
+ * host-assisted requests over that transport's messages (mpid/rma/hx.h): a copy on each
+ * side, where cross-memory attach pays the kernel ~0.5 us per piece. The rest goes as
+ * above. A flush sends what is held, then completes the requests (their
+ * acknowledgements). */
+
+static const rma_netmod_ops_t *msg_ops; /* the transport's table (one transport) */
+static rma_netmod_ops_t with_ops;
+static pthread_once_t with_once = PTHREAD_ONCE_INIT;
+
+static int with_flush(rma_nm_tgt_t *t)
+{
+    int rc = held_send_now(t);
+
+    return rc != 0 ? rc : msg_ops->flush(t);
+}
+
+static int with_push(rma_nm_tgt_t *t)
+{
+    int rc = held_send_now(t);
+
+    return rc != 0 ? rc : msg_ops->push(t);
+}
+
+static int with_release(rma_nm_tgt_t *t)
+{
+    int rc = held_send_now(t);
+
+    return rc != 0 ? rc : msg_ops->release(t);
+}
+
+static int with_flush_start(rma_nm_tgt_t *t, void **req)
+{
+    int rc = held_send_now(t);
+
+    *req = NULL;
+    return rc != 0 ? rc : msg_ops->flush_start(t, req);
+}
+
+static void with_init(void)
+{
+    with_ops = *msg_ops;
+    with_ops.name = "shm+messages";
+    with_ops.writev = nm_shm_writev;
+    with_ops.readv = nm_shm_readv;
+    with_ops.flush = with_flush;
+    with_ops.push = with_push;
+    with_ops.release = with_release;
+    with_ops.order = with_flush; /* cross-memory attach does not queue behind the requests */
+    with_ops.flush_start = with_flush_start;
+}
+
+const rma_netmod_ops_t *rma_nm_shm_with(const rma_netmod_ops_t *msg)
+{
+    msg_ops = msg;
+    pthread_once(&with_once, with_init);
+    return &with_ops;
 }
 
 const rma_netmod_ops_t rma_nm_shm_ops = {
