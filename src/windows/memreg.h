@@ -79,10 +79,10 @@ typedef struct rma_memreg_hold {
  * (RMA_CREATE_REMAP=0, no userfaultfd, an RDMA device on the machine (RMA_MOVE_PINNED),
  * pages that are not private writable memory or are the main stack, transparent huge
  * pages, part of another registration, pages moved onto the other kind; with net, a
- * transport that gives no System V block). Costs a copy of
- * the pages: the progress agent calls it, never a creating call. Writers wait only while
- * the pages are copied and the segment is put in place (hold's writers too): the
- * segment's pages are allocated before. */
+ * transport that gives no System V block). Costs a copy of the pages: the progress agent
+ * calls it, never a creating call. Writers wait only while the pages are copied and the
+ * segment is put in place (hold's writers too): the segment's pages are allocated
+ * before. */
 rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold, int net);
 
 /* 1 when rma_memreg_move can move memory here (userfaultfd with write protection,

@@ -30,7 +30,8 @@
 
 /* What each rank tells the others when a window is created (one allgather). */
 typedef struct rank_info {
-    int32_t need_ep; /* this rank lacks an endpoint to an off-node peer of the window */
+    int32_t need_ep; /* this rank lacks an endpoint to a peer of the window that it reaches
+                        through UCX (off node; same node too, win_shm_msg_targets) */
     int32_t net_err; /* this rank could not start the network transport: the error code
                         raised there (to be returned by that rank), else 0 */
     int32_t handle;  /* its handle of the window ... */
@@ -423,8 +424,11 @@ static void win_net_release(rma_win_t *win)
 {
     for (int t = 0; win->targets != NULL && t < win->nranks; t++) {
         rma_nm_tgt_t *nm = &win->targets[t].nm;
-        if (win->targets[t].local)
+        if (win->targets[t].local) {
+            if (nm->hx_piece > 0) /* shm with messages: their answers land in nm */
+                nm->ops->flush(nm);
             continue;
+        }
         rma_hx_agg_free(nm); /* an epoch left open: its puts are not sent now */
         if (nm->ops != NULL) {
             nm->ops->flush(nm);
