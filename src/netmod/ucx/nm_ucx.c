@@ -561,9 +561,11 @@ static int context_has_device(void)
     return dev;
 }
 
-/* A start that failed part-way gives back what it made, so that a later window tries
- * again: what failed may pass (descriptors run out for a moment). */
-static void start_undo(void)
+/* Gives back what ucx_start made, as far as it got: the peers' table, the workers'
+ * addresses, the workers (the watch worker under its lock: waits that sleep drive it) and
+ * the context. MPI_Finalize's last step, and a start that failed part-way, so that a later
+ * window tries again: what failed may pass (descriptors run out for a moment). */
+static void ucx_release(void)
 {
     free(ux.peers);
     ux.peers = NULL;
@@ -577,9 +579,12 @@ static void start_undo(void)
         ucp_worker_destroy(ux.ow);
     if (ux.tw != NULL)
         ucp_worker_destroy(ux.tw);
+    pthread_mutex_lock(&ux.ww_mtx);
     if (ux.ww != NULL)
         ucp_worker_destroy(ux.ww);
-    ux.ow = ux.tw = ux.ww = NULL;
+    ux.ww = NULL;
+    pthread_mutex_unlock(&ux.ww_mtx);
+    ux.ow = ux.tw = NULL;
     ux.tw_fd = -1;
     if (ux.ctx != NULL)
         ucp_cleanup(ux.ctx);
@@ -671,7 +676,7 @@ static int ucx_start(const char **why)
     rc = 0;
 out:
     if (rc != 0)
-        start_undo();
+        ucx_release();
     if (cfg != NULL)
         ucp_config_release(cfg);
     pthread_mutex_unlock(&ux.lock);
@@ -1334,19 +1339,8 @@ static void ucx_finalize(void (*all_here)(void))
         m.addr = NULL; /* really freed */
         ucx_unexpose(&m);
     }
-    free(ux.peers);
-    ux.peers = NULL;
-    ux.npeers = 0;
     rma_peer_watch_set(NULL);
-    ucp_worker_release_address(ux.tw, ux.taddr);
-    ucp_worker_release_address(ux.ww, ux.waddr);
-    ucp_worker_destroy(ux.ow);
-    ucp_worker_destroy(ux.tw);
-    pthread_mutex_lock(&ux.ww_mtx);
-    ucp_worker_destroy(ux.ww);
-    ux.ww = NULL;
-    pthread_mutex_unlock(&ux.ww_mtx);
-    ucp_cleanup(ux.ctx);
+    ucx_release();
     ux.started = 0;
 }
 
