@@ -22,6 +22,8 @@
 
 enum { NBLOCKS = 300, NWINS = 150, INTS = 64 };
 
+static int rank, nprocs, right, left;
+
 enum { F_CREATE, F_ALLOCATE, F_DYNAMIC, NFLAVORS };
 static const char *const flavor_names[NFLAVORS] = {"create", "allocate", "dynamic"};
 
@@ -42,7 +44,7 @@ static int create_window(int flavor, int *buf, int **base, MPI_Win *win)
 /* Rank `who` takes every descriptor up to its hard limit (dups: room for them) while all
  * create a window of the flavor; then all create one again, with descriptors to spare, and
  * a put through it must land. */
-static void one_rank_out(int rank, int nprocs, int who, int flavor, int *dups, rlim_t hard)
+static void one_rank_out(int who, int flavor, int *dups, rlim_t hard)
 {
     static int buf[INTS];
     int *base, rc, ok, *oks = malloc((size_t)nprocs * sizeof(int)), ndup = 0, cls = 0, len = 0;
@@ -85,7 +87,7 @@ static void one_rank_out(int rank, int nprocs, int who, int flavor, int *dups, r
     CHECK(rc == MPI_SUCCESS, "%s again, descriptors free: %d", flavor_names[flavor], rc);
     if (rc != MPI_SUCCESS)
         MPI_Abort(MPI_COMM_WORLD, 1);
-    int v = rank + 7, got = -1, right = (rank + 1) % nprocs;
+    int v = rank + 7, got = -1;
     MPI_Aint disp = 0;
     if (flavor == F_DYNAMIC) {
         MPI_OK(MPI_Win_attach(win, buf, INTS * sizeof(int)));
@@ -102,8 +104,7 @@ static void one_rank_out(int rank, int nprocs, int who, int flavor, int *dups, r
         free(disps);
     }
     got = base[0];
-    CHECK(got == (rank + nprocs - 1) % nprocs + 7, "%s again: put gave %d", flavor_names[flavor],
-          got);
+    CHECK(got == left + 7, "%s again: put gave %d", flavor_names[flavor], got);
     if (flavor == F_DYNAMIC)
         MPI_OK(MPI_Win_detach(win, buf));
     MPI_OK(MPI_Win_free(&win));
@@ -124,7 +125,7 @@ static int open_fds(void)
 
 int main(int argc, char **argv)
 {
-    int rank, nprocs, right, left, *blocks[NBLOCKS], bad = 0;
+    int *blocks[NBLOCKS], bad = 0;
     MPI_Win wins[NWINS];
     struct rlimit rl, low;
 
@@ -228,7 +229,7 @@ int main(int argc, char **argv)
         (dups = malloc(rl.rlim_max * sizeof(int))) != NULL) {
         for (int f = 0; f < NFLAVORS; f++)
             for (int who = 0; who < nprocs; who += nprocs - 1) {
-                one_rank_out(rank, nprocs, who, f, dups, rl.rlim_max);
+                one_rank_out(who, f, dups, rl.rlim_max);
                 setrlimit(RLIMIT_NOFILE, &rl);
             }
         free(dups);
