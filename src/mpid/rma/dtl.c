@@ -911,16 +911,52 @@ static int dtl_contig_for(const rma_dtl_t *d, MPI_Aint count)
     return d->is_contig || (count == 1 && !d->root_child_);
 }
 
+/* The pieces of `count` elements of a simple layout d against one contiguous run at coff:
+ * a loop, not the iterator. fn(arg, d's offset, the run's offset, len) when strided_dst,
+ * else with the two offsets swapped. Only where no two pieces adjoin (the iterator would
+ * join them): -2 then, and nothing was called. */
+static int walk_strided(const rma_dtl_t *d, MPI_Aint count, MPI_Aint coff, int strided_dst,
+                        rma_dtl_pair_fn fn, void *arg)
+{
+    MPI_Aint outer = count, inner = d->s_count_, ext = d->extent, s = d->s_stride_;
+    MPI_Aint len = d->s_len_;
+    int rc = 0;
+
+    if (inner == 1) {
+        inner = count;
+        outer = 1;
+        s = ext;
+    } else if (ext == inner * s) {
+        inner *= count;
+        outer = 1;
+    }
+    if (len == 0 || s == len || (outer > 1 && ext == (inner - 1) * s + len))
+        return -2;
+    for (MPI_Aint e = 0; e < outer && rc == 0; e++) {
+        MPI_Aint p = d->s_disp_ + e * ext;
+        for (MPI_Aint i = 0; i < inner && rc == 0; i++, p += s, coff += len)
+            rc = strided_dst ? fn(arg, p, coff, (size_t)len) : fn(arg, coff, p, (size_t)len);
+    }
+    return rc;
+}
+
 int rma_dtl_walk_pairs(const rma_dtl_t *dst, MPI_Aint dst_count, const rma_dtl_t *src,
                        MPI_Aint src_count, rma_dtl_pair_fn fn, void *arg)
 {
     MPI_Aint dtot = dst_count > 0 ? dst_count * dst->size : 0;
     MPI_Aint stot = src_count > 0 ? src_count * src->size : 0;
     MPI_Aint total = dtot < stot ? dtot : stot;
+    int dc = dtl_contig_for(dst, dst_count), sc = dtl_contig_for(src, src_count), rc;
     if (total == 0)
         return 0;
-    if (dtl_contig_for(dst, dst_count) && dtl_contig_for(src, src_count))
+    if (dc && sc)
         return fn(arg, dst->root_disp_, src->root_disp_, (size_t)total);
+    if (dtot == stot && sc && dst->simple_ &&
+        (rc = walk_strided(dst, dst_count, src->root_disp_, 1, fn, arg)) != -2)
+        return rc;
+    if (dtot == stot && dc && src->simple_ &&
+        (rc = walk_strided(src, src_count, dst->root_disp_, 0, fn, arg)) != -2)
+        return rc;
 
     dtl_iter_t a, b;
     if (iter_init(&a, dst, dst_count))
@@ -929,7 +965,7 @@ int rma_dtl_walk_pairs(const rma_dtl_t *dst, MPI_Aint dst_count, const rma_dtl_t
         iter_fini(&a);
         return -1;
     }
-    int rc = 0;
+    rc = 0;
     int more = iter_next(&a) && iter_next(&b);
     while (more) {
         MPI_Aint n = a.len < b.len ? a.len : b.len;
