@@ -223,6 +223,9 @@ typedef struct rma_win {
     rma_ctl_t *ctl; /* this node's control segment */
     int rank, nranks;
     int net;                  /* some target is off-node: reached through UCX */
+    int node_msg;             /* one node, and every rank runs UCX for requests to its
+                                 same-node peers' agents (win_flavor.c win_node_msg_begin;
+                                 set here before the others know, to serve theirs) */
     _Atomic int net_dirty;    /* operations were issued to off-node targets since the last
                                  flush_all began (rma_win_net_issued) */
     _Atomic int flushing_all; /* flush_alls under way (rma_ctl_flush_all_but): while one

@@ -40,9 +40,9 @@ typedef struct rank_info {
     uint64_t size;
     int32_t disp_unit;
     int32_t pid;
-    int32_t net_mem; /* create flavor: the memory is an MPI_Alloc_mem block from the
-                        transport (a rank alone on its node): every peer takes atomics */
-    int32_t pad;
+    int32_t net_mem;    /* create flavor: the memory is an MPI_Alloc_mem block from the
+                           transport (a rank alone on its node): every peer takes atomics */
+    int32_t node_msg;   /* one node: this rank runs UCX for its same-node peers' requests */
     rma_seg_desc_t seg; /* create flavor: segment holding the window, fd -1 if none */
     uint64_t seg_base;  /* owner's address of that segment */
     rma_seg_desc_t ctl; /* node leaders, create/dynamic flavors: the control segment */
@@ -158,6 +158,51 @@ static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
              (t != win->rank && win->flavor != MPI_WIN_FLAVOR_ALLOCATE)) &&
             !rma_net->has_ep(win->world[t]))
             me->need_ep = 1;
+}
+
+/* A window of one node (create and dynamic flavors) whose memory nobody can move here
+ * (no userfaultfd, an RDMA device, RMA_CREATE_REMAP=0): a peer's malloc'd memory stays
+ * reached by cross-memory attach, an iovec per piece. Each rank then starts UCX, if it can,
+ * so that puts of many small pieces go to the target's agent in UCX's messages as in a
+ * window with off-node ranks (win_shm_msg_targets). Nothing fails the window: a rank that
+ * cannot start UCX says so in the exchange and every rank keeps cross-memory attach. */
+static void win_node_msg_begin(rma_win_t *win, rank_info_t *me)
+{
+    static _Atomic int failed; /* once: this use of UCX is optional */
+    const char *why = NULL;
+
+    if (win->net || win->nranks < 2 || rma_net == NULL || !rma_env.node_ucx ||
+        rma_env.hx_node == 0 || atomic_load(&failed) || rma_memreg_can_move(NULL))
+        return;
+    if (rma_net->start(&why) != 0) {
+        atomic_store(&failed, 1);
+        if (rma_env.verbose >= 1)
+            fprintf(stderr,
+                    "librma: process %d keeps cross-memory attach for its same-node peers: %s\n",
+                    (int)getpid(), why);
+        return;
+    }
+    rma_hx_net_init();
+    /* set before the exchange: a peer may send its first request as soon as it returns */
+    me->node_msg = win->node_msg = 1;
+    for (int t = 0; t < win->nranks; t++)
+        if (t != win->rank && !rma_net->has_ep(win->world[t]))
+            me->need_ep = 1;
+}
+
+/* ... once every rank said whether it runs UCX: when all do, connects them (collective),
+ * else nobody sends such requests in this window. A rank that fails to connect to a peer
+ * reaches it by cross-memory attach alone. */
+static void win_node_msg_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all)
+{
+    int need = 0;
+
+    for (int t = 0; t < win->nranks && win->node_msg; t++) {
+        win->node_msg = all[t].node_msg;
+        need |= all[t].need_ep;
+    }
+    if (win->node_msg)
+        (void)rma_net->connect(comm, win->world, win->nranks, need);
 }
 
 /* Gathers every rank's rank_info over comm into *all_p; fails on every rank when one of
@@ -396,7 +441,7 @@ static void win_shm_targets(rma_win_t *win)
  * rma_nm_shm_with). Its control words stay CPU atomics, its accumulates the node's. */
 static void win_shm_msg_targets(rma_win_t *win)
 {
-    if (!win->net || rma_env.hx_node == 0)
+    if (!(win->net || win->node_msg) || rma_env.hx_node == 0)
         return;
     for (int t = 0; t < win->nranks; t++) {
         rma_nm_tgt_t *nm = &win->targets[t].nm;
@@ -649,6 +694,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
     win_net_begin(win, &me, func);
+    win_node_msg_begin(win, &me);
     /* a leader that cannot make the segment sends none (length 0): the others fail too */
     if (win->rank == win->leader)
         ctl_rc = win_ctl_create(win, 0, &me.ctl, func);
@@ -682,6 +728,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
         free(all);
         return win_fail(win, rc);
     }
+    win_node_msg_setup(win, comm, all);
     win_shm_targets(win);
     /* accumulates use CPU atomics only when every rank's memory is exposed to every peer;
      * decided from the gathered descriptors, so all ranks agree (doc/atomicity.md) */
@@ -824,6 +871,7 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);
     win_net_begin(win, &me, func);
+    win_node_msg_begin(win, &me);
     if (win->rank == win->leader) /* as for MPI_Win_create */
         ctl_rc = win_ctl_create(win, 0, &me.ctl, func);
     rc = win_exchange(win, comm, &me, &all, func);
@@ -838,6 +886,8 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
     }
     if (rc == MPI_SUCCESS)
         rc = win_net_setup(win, comm, all, NULL, 0, func);
+    if (rc == MPI_SUCCESS)
+        win_node_msg_setup(win, comm, all);
     free(all);
     if (rc != MPI_SUCCESS)
         return win_fail(win, rc);

@@ -24,6 +24,7 @@ rma_env_t rma_env = {
     .hx_piece = 2048,
     .hx_min = 8,
     .hx_node = 256,
+    .node_ucx = 1,
     .hx_get_piece = 64 << 10,
     .hx_msg = 64 << 10,
     .aggregate = 4 << 10,
@@ -86,6 +87,7 @@ void rma_env_init(void)
     rma_env.hx_node = (size_t)env_long("RMA_HX_PIECE_NODE", (long)rma_env.hx_node, 0, 4 << 20);
     if (rma_env.hx_node > rma_env.hx_msg)
         rma_env.hx_node = rma_env.hx_msg;
+    rma_env.node_ucx = (int)env_long("RMA_NODE_UCX", rma_env.node_ucx, 0, 1);
     /* a get of many pieces gathers larger ones at the target's agent, not only what a put
      * scatters there; RMA_HX_PIECE=0 (never host-assisted) turns both off */
     rma_env.hx_get_piece =
@@ -201,10 +203,15 @@ void rma_env_print(FILE *out)
     fprintf(out,
             "RMA_HX_PIECE_NODE=%zu   a put to a same-node rank whose window memory is reached "
             "by cross-memory attach (not shared: malloc'd create or attached memory), in a "
-            "window with off-node ranks (UCX runs): its pieces of at most this many bytes, "
-            "when it has RMA_HX_MIN_PIECES of them, go to the target's agent in UCX messages "
-            "rather than one cross-memory-attach iovec each; 0: never\n",
+            "window whose UCX runs (off-node ranks, or RMA_NODE_UCX): its pieces of at most this "
+            "many bytes, when it has RMA_HX_MIN_PIECES of them, go to the target's agent in UCX "
+            "messages rather than one cross-memory-attach iovec each; 0: never\n",
             rma_env.hx_node);
+    fprintf(out,
+            "RMA_NODE_UCX=%d         a window of one node whose memory cannot move here (see "
+            "RMA_MOVE_PINNED) starts UCX on every rank, so that RMA_HX_PIECE_NODE applies to "
+            "its create and dynamic windows (1); or keeps cross-memory attach alone there (0)\n",
+            rma_env.node_ucx);
     fprintf(out,
             "RMA_HX_GET_PIECE=%zu  ... for a get: its pieces of at most this many bytes, when it "
             "has RMA_HX_MIN_PIECES of them, are gathered by the target's agent into one "

@@ -29,6 +29,8 @@ typedef struct rma_env {
     size_t hx_min;   /* RMA_HX_MIN_PIECES: ... when a transfer has at least this many of them */
     size_t hx_node;  /* RMA_HX_PIECE_NODE: hx_piece for a put to a same-node target reached
                         by cross-memory attach in a window whose UCX runs; 0: never */
+    int node_ucx;    /* RMA_NODE_UCX: a window of one node whose memory cannot move starts UCX
+                        for hx_node (windows/win_flavor.c win_node_msg_begin) */
     size_t hx_get_piece; /* RMA_HX_GET_PIECE: hx_piece for gets (at least hx_piece) */
     size_t hx_msg;       /* RMA_HX_MSG: data bytes in one host-assisted request */
     size_t aggregate;    /* RMA_AGGREGATE: bytes of small puts to one target sent as one request */

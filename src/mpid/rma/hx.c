@@ -1077,7 +1077,7 @@ static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_
         ((h->flags & RMA_HX_F_QUIET) && (h->kind != RMA_HX_PUT || !(h->flags & RMA_HX_F_NOTE))))
         return "bad flags";
     win = rma_win_lookup((MPI_Win)h->win);
-    if (win == NULL || win->serial != h->serial || !win->net)
+    if (win == NULL || win->serial != h->serial || !(win->net || win->node_msg))
         return "no such window here";
     if ((h->flags & RMA_HX_F_NOTE) && hx_note_word(win, h->note_off) == NULL)
         return "notification outside the ranks' control words and posts";
