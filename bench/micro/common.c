@@ -106,6 +106,9 @@ static void usage(const bench_spec_t *spec, const char *prog)
     if (spec->fan_out)
         printf("  -t one|all   target rank 1 only, or every rank incl. itself (default one)\n");
     printf("  -M           window memory of create/dynamic from MPI_Alloc_mem (default malloc)\n");
+    if (spec->distinct)
+        printf("  -D           operation j of an epoch moves its own slot j of the window (default:\n"
+               "               every operation the same bytes, as OSU)\n");
     printf("  -B           busy target: while the origin is timed, the target computes without\n"
            "               any MPI call (passive synchronizations only)\n");
     printf("  -L           list the flavors and syncs offered, then exit\n");
@@ -198,7 +201,7 @@ static void parse_options(bench_t *b, opts_t *o, int argc, char **argv)
     const bench_spec_t *spec = b->spec;
     int c;
     opterr = 0;
-    while ((c = getopt(argc, argv, "w:s:m:i:x:W:t:MBLh")) != -1) {
+    while ((c = getopt(argc, argv, "w:s:m:i:x:W:t:MDBLh")) != -1) {
         switch (c) {
         case 'w': {
             int f = lookup(optarg, flavor_opt, BENCH_NFLAVOR);
@@ -244,6 +247,11 @@ static void parse_options(bench_t *b, opts_t *o, int argc, char **argv)
             break;
         case 'M':
             b->alloc_mem = 1;
+            break;
+        case 'D':
+            if (!spec->distinct)
+                o->error = "-D is offered only by put_bw and get_bw";
+            b->slotted = 1;
             break;
         case 'B':
             o->busy = 1;
@@ -571,6 +579,8 @@ static void print_header(const bench_t *b, int busy)
         printf("# Targets: %s (%d)\n", b->all_targets ? "all" : "one", b->ntargets);
     if (busy)
         printf("# Target: busy (computes without MPI calls while the origin is timed)\n");
+    if (b->slotted)
+        printf("# Each operation of an epoch to bytes of its own\n");
     printf("%-10s%20s\n", "# Size", column[b->spec->metric]);
     fflush(stdout);
 }
@@ -616,7 +626,7 @@ int bench_main(const bench_spec_t *spec, int argc, char **argv)
     }
 
     setup_roles(&b);
-    size_t slots = spec->slotted ? (size_t)b.ops_per_sync : 1;
+    size_t slots = spec->slotted || b.slotted ? (size_t)b.ops_per_sync : 1;
     b.buf_bytes = b.max_size * slots * (size_t)(spec->win_scale > 1 ? spec->win_scale : 1);
     /* Whole pages: MPICH 4.0.2 ch4 MPI_Win_allocate misplaces the target of windows whose
      * size is not a multiple of 16 bytes (seen with 1, 8 and 63 B: a get reads the origin's

@@ -59,6 +59,7 @@ typedef struct bench_spec {
     int bidir;              /* ranks 0 and 1 are both origin and target of each other */
     int fan_out;            /* accepts -t one|all: origin 0 targets rank 1 or every rank */
     int slotted;            /* op j of an epoch uses its own slot j of size bytes */
+    int distinct;           /* offers -D: slotted when asked (bench_t.slotted) */
     int single_elem;        /* one element of elem_size bytes: -m is ignored */
     int win_scale;          /* window memory is this many times the largest size (0: 1) */
 
@@ -85,6 +86,7 @@ struct bench {
     int iters_opt, warmup_opt; /* -i / -x, or -1 for the defaults */
     int all_targets;           /* -t all */
     int alloc_mem;             /* -M: window memory of create/dynamic from MPI_Alloc_mem */
+    int slotted;               /* -D: op j of an epoch moves its own slot j */
 
     MPI_Win win;
     unsigned char *win_mem; /* this rank's window memory */

@@ -10,9 +10,12 @@
  */
 #include "rmatest.h"
 
-#define N    4096 /* bytes of each rank's window */
-#define BIG  3000 /* a transfer larger than what is held */
-#define SYNC 8    /* synchronizations checked */
+#define N      65536 /* bytes of each rank's window */
+#define MED    8000  /* a transfer of many pages that is still held (up to 16 KiB) */
+#define MED_AT 8192
+#define BIG    20000 /* a transfer larger than what is held */
+#define BIG_AT 30000
+#define SYNC   8 /* synchronizations checked */
 
 static int rank, nprocs;
 static unsigned char *mem;
@@ -83,7 +86,7 @@ static void close_epoch(MPI_Win win, int sync, int t)
 static void round_of(MPI_Win win, int sync, int round)
 {
     int t = (rank + 1) % nprocs, s = (rank + 2) % nprocs;
-    unsigned char vals[72], got[64], span[40], big[BIG], gbig[BIG];
+    unsigned char vals[72], got[64], span[40], med[MED], gmed[MED], big[BIG], gbig[BIG];
     MPI_Request req;
 
     for (int i = 0; i < N; i++)
@@ -103,10 +106,13 @@ static void round_of(MPI_Win win, int sync, int round)
         vals[64 + k] = (unsigned char)(10 + k);
         MPI_OK(MPI_Put(&vals[64 + k], 1, MPI_BYTE, t, 100, 1, MPI_BYTE, win));
     }
-    /* a large put elsewhere, then small ones after it */
+    /* a held put of several pages, a large put elsewhere, then small ones after them */
+    for (int i = 0; i < MED; i++)
+        med[i] = (unsigned char)(i * 5 + round);
+    MPI_OK(MPI_Put(med, MED, MPI_BYTE, t, MED_AT, MED, MPI_BYTE, win));
     for (int i = 0; i < BIG; i++)
         big[i] = (unsigned char)(i * 3 + round);
-    MPI_OK(MPI_Put(big, BIG, MPI_BYTE, t, 1000, BIG, MPI_BYTE, win));
+    MPI_OK(MPI_Put(big, BIG, MPI_BYTE, t, BIG_AT, BIG, MPI_BYTE, win));
     vals[67] = 77;
     MPI_OK(MPI_Put(&vals[67], 1, MPI_BYTE, t, 200, 1, MPI_BYTE, win));
     vals[68] = 78;
@@ -122,9 +128,12 @@ static void round_of(MPI_Win win, int sync, int round)
                   sync, round, i, mem[i]);
         CHECK(mem[100] >= 10 && mem[100] <= 12, "sync %d round %d: byte 100 is %d", sync, round,
               mem[100]);
+        for (int i = 0; i < MED; i += 61)
+            CHECK(mem[MED_AT + i] == (unsigned char)(i * 5 + round), "sync %d: held byte %d is %d",
+                  sync, i, mem[MED_AT + i]);
         for (int i = 0; i < BIG; i += 97)
-            CHECK(mem[1000 + i] == (unsigned char)(i * 3 + round), "sync %d: big byte %d is %d",
-                  sync, i, mem[1000 + i]);
+            CHECK(mem[BIG_AT + i] == (unsigned char)(i * 3 + round), "sync %d: big byte %d is %d",
+                  sync, i, mem[BIG_AT + i]);
         CHECK(mem[200] == 77 && mem[4000 + (round & 63)] == 78, "sync %d: last puts %d %d", sync,
               mem[200], mem[4000 + (round & 63)]);
         CHECK(mem[101] == pat(rank, round, 101) && mem[999] == pat(rank, round, 999),
@@ -140,6 +149,7 @@ static void round_of(MPI_Win win, int sync, int round)
      * another page, a large get, and a request-based get */
     memset(got, 0, sizeof(got));
     memset(span, 0, sizeof(span));
+    memset(gmed, 0, sizeof(gmed));
     memset(gbig, 0, sizeof(gbig));
     if (sync == 6)
         one_group(win, (rank + nprocs - 2) % nprocs, 0);
@@ -148,7 +158,8 @@ static void round_of(MPI_Win win, int sync, int round)
         MPI_OK(MPI_Get(&span[i], 1, MPI_BYTE, s, 7 + 29 * i, 1, MPI_BYTE, win));
     MPI_OK(MPI_Get(&span[32], 1, MPI_BYTE, s, 7, 1, MPI_BYTE, win));
     MPI_OK(MPI_Get(&span[33], 1, MPI_BYTE, s, 3000, 1, MPI_BYTE, win));
-    MPI_OK(MPI_Get(gbig, BIG, MPI_BYTE, s, 1000, BIG, MPI_BYTE, win));
+    MPI_OK(MPI_Get(gmed, MED, MPI_BYTE, s, MED_AT, MED, MPI_BYTE, win));
+    MPI_OK(MPI_Get(gbig, BIG, MPI_BYTE, s, BIG_AT, BIG, MPI_BYTE, win));
     MPI_OK(MPI_Get(&span[34], 1, MPI_BYTE, s, 4095, 1, MPI_BYTE, win));
     for (int i = 0; i < 64; i++)
         MPI_OK(MPI_Get(&got[i], 1, MPI_BYTE, s, 2048 + i, 1, MPI_BYTE, win));
@@ -181,8 +192,11 @@ static void round_of(MPI_Win win, int sync, int round)
     for (int i = 0; i < 64; i++)
         CHECK(got[i] == pat(s, round, 2048 + i), "sync %d round %d: get %d is %d", sync, round, i,
               got[i]);
+    for (int i = 0; i < MED; i += 53)
+        CHECK(gmed[i] == pat(s, round, MED_AT + i), "sync %d: held get byte %d is %d", sync, i,
+              gmed[i]);
     for (int i = 0; i < BIG; i += 89)
-        CHECK(gbig[i] == pat(s, round, 1000 + i), "sync %d: big get byte %d is %d", sync, i,
+        CHECK(gbig[i] == pat(s, round, BIG_AT + i), "sync %d: big get byte %d is %d", sync, i,
               gbig[i]);
     MPI_Barrier(MPI_COMM_WORLD);
 }

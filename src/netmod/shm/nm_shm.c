@@ -21,14 +21,15 @@
 #include "sync/wait.h"
 
 #define HELD_MAX   64   /* pieces held for one target */
-#define HELD_PIECE 1024 /* only pieces of at most this many bytes are held */
+#define HELD_PIECE 16384/* only pieces of at most this many bytes are held */
+#define HELD_SPAN  1024 /* held gets within this many target bytes are read as one span */
 
 struct rma_shm_held {
     pthread_mutex_t mtx;
     int n, write; /* pieces held, and their direction */
     size_t used;  /* bytes of put data in buf */
     struct iovec l[HELD_MAX], r[HELD_MAX];
-    char buf[HELD_MAX * HELD_PIECE];
+    char buf[HELD_MAX * HELD_SPAN]; /* put data, or the spans of gets */
 };
 typedef rma_shm_held_t shm_held_t;
 
@@ -112,7 +113,7 @@ static int xfer_now(rma_nm_tgt_t *t, const struct iovec *local, const struct iov
     return rc;
 }
 
-/* Held reads, each run of them whose target bytes lie within HELD_PIECE read as one span
+/* Held reads, each run of them whose target bytes lie within HELD_SPAN read as one span
  * into h->buf and copied out: the kernel pins every page of every entry, so a run of small
  * gets to one page costs one pin instead of one each. A span that covers a hole between
  * two attached regions fails: then they are read one by one. */
@@ -127,7 +128,7 @@ static int held_reads(rma_nm_tgt_t *t, shm_held_t *h)
         for (j = i + 1; j < h->n; j++) {
             uintptr_t a = (uintptr_t)h->r[j].iov_base, b = a + h->r[j].iov_len;
             uintptr_t nlo = a < lo ? a : lo, nhi = b > hi ? b : hi;
-            if (nhi - nlo > HELD_PIECE)
+            if (nhi - nlo > HELD_SPAN)
                 break;
             lo = nlo;
             hi = nhi;
