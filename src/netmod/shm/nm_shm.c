@@ -20,9 +20,9 @@
 
 #include "sync/wait.h"
 
-#define HELD_MAX   64   /* pieces held for one target */
-#define HELD_PIECE 16384/* only pieces of at most this many bytes are held */
-#define HELD_SPAN  1024 /* held gets within this many target bytes are read as one span */
+#define HELD_MAX   64    /* pieces held for one target */
+#define HELD_PIECE 16384 /* only pieces of at most this many bytes are held */
+#define HELD_SPAN  1024  /* held gets within this many target bytes are read as one span */
 
 struct rma_shm_held {
     pthread_mutex_t mtx;
