@@ -27,7 +27,8 @@ static inline size_t rma_ctl_off_rank(const rma_win_t *win, int rank, size_t fie
 
 static inline size_t rma_ctl_off_post(const rma_win_t *win, int origin, int target)
 {
-    return (size_t)win->ctl->post_off + ((size_t)origin * win->ctl->nranks + (size_t)target) * 8u;
+    return (size_t)win->ctl->post_off +
+           ((size_t)win->targets[origin].lidx * win->ctl->nranks + (size_t)target) * 8u;
 }
 
 static inline size_t rma_ctl_off_stripe(const rma_win_t *win, unsigned s)

@@ -111,7 +111,7 @@ int rma_start(rma_win_t *win, MPI_Group group, int assert)
  * post consumes it, and the others wait until it has, so that one epoch counts one post. */
 void rma_pscw_wait_post(rma_win_t *win, int t)
 {
-    _Atomic uint64_t *p = rma_ctl_post(win->ctl, win->rank, t);
+    _Atomic uint64_t *p = rma_ctl_post(win->ctl, win->targets[win->rank].lidx, t);
     rma_target_t *tg = &win->targets[t];
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     uint8_t pending = 1;

@@ -32,7 +32,7 @@
 /* ------------------------------------------------------------------ control segment */
 
 #define RMA_CTL_MAGIC   0x726d61636c74726cULL /* "rmacltrl" */
-#define RMA_CTL_VERSION 3
+#define RMA_CTL_VERSION 4
 #define RMA_ACC_NLOCKS  256 /* accumulate lock stripes per window (see doc/atomicity.md) */
 
 /* Lock word of one target (sync/lock.c): bit 63 = held exclusive, bits 32..62 = exclusive
@@ -96,10 +96,11 @@ typedef struct rma_ctl {
     uint32_t version;
     uint32_t nranks;
     uint64_t ranks_off;    /* rma_ctl_rank_t[nranks] */
-    uint64_t post_off;     /* _Atomic uint64_t post[origin][target], in origin's node */
+    uint64_t post_off;     /* _Atomic uint64_t post[origin][target] in origin's node, a row
+                              for each origin there (its lidx) */
     uint64_t acc_off;      /* _Atomic uint32_t [RMA_ACC_NLOCKS], one per cache line */
     _Atomic uint32_t left; /* MPI_Win_free: ranks other than 0 that are done with it */
-    uint32_t pad;
+    uint32_t post_rows;    /* rows of posts: the most ranks of the window on one node */
     char pad0[RMA_CACHE_LINE - 48];
     _Atomic uint64_t bar_count; /* fence barrier: arrivals in this round */
     char pad1[RMA_CACHE_LINE - 8];
@@ -114,10 +115,10 @@ static inline rma_ctl_rank_t *rma_ctl_rank(rma_ctl_t *ctl, int rank)
     return (rma_ctl_rank_t *)((char *)ctl + ctl->ranks_off) + rank;
 }
 
-static inline _Atomic uint64_t *rma_ctl_post(rma_ctl_t *ctl, int origin, int target)
+/* The post of target for the origin whose row (lidx) is row. */
+static inline _Atomic uint64_t *rma_ctl_post(rma_ctl_t *ctl, int row, int target)
 {
-    return (_Atomic uint64_t *)((char *)ctl + ctl->post_off) + (size_t)origin * ctl->nranks +
-           target;
+    return (_Atomic uint64_t *)((char *)ctl + ctl->post_off) + (size_t)row * ctl->nranks + target;
 }
 
 /* ------------------------------------------------------------------ window object */
@@ -172,6 +173,9 @@ typedef struct rma_target {
     int pid;              /* target process (CMA) */
     int local;            /* same node: its control words are mapped here */
     int node;             /* off node: its node's index in win->reps */
+    int lidx;             /* its index among the window's ranks of its node (its row of the
+                             posts in that node's control segment) ... */
+    int lidx_next;        /* ... the first rank of a node: the next one's (win_begin) */
     rma_nm_tgt_t nm;      /* how bytes and words not mapped here reach it (netmod.h) */
     int lock_holders;     /* threads of ours inside MPI_Win_lock epochs on this target */
     uint64_t expose_seen; /* create windows: the target's expose_seq mapped here (off node:
@@ -257,6 +261,7 @@ typedef struct rma_win {
     int *world;      /* MPI_COMM_WORLD rank of each window rank */
     int *reps;       /* one rank of each other node (fence arrivals go there) */
     int nreps;
+    int post_rows;   /* the most ranks of the window on one node (rma_ctl_t.post_rows) */
     void *net_ctl;             /* exposure of the control segment (rma_nm_mem_t) */
     void *net_data;            /* ... and of the window memory when it is not in it */
     struct rma_memreg *expose; /* create flavor: registered region holding base, or NULL */

@@ -53,8 +53,10 @@ static size_t round_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
-/* Layout of the control segment for n ranks; returns its size in bytes. */
-static size_t ctl_layout(rma_ctl_t *hdr, int n)
+/* Layout of the control segment for n ranks, at most rows of them on one node; returns its
+ * size in bytes. The same on every node (peers elsewhere address its words by offsets
+ * computed from their own). */
+static size_t ctl_layout(rma_ctl_t *hdr, int n, int rows)
 {
     size_t off = round_up(sizeof(rma_ctl_t), RMA_CACHE_LINE);
 
@@ -65,7 +67,8 @@ static size_t ctl_layout(rma_ctl_t *hdr, int n)
     hdr->ranks_off = off;
     off += (size_t)n * sizeof(rma_ctl_rank_t);
     hdr->post_off = off;
-    off = round_up(off + (size_t)n * n * sizeof(uint64_t), RMA_CACHE_LINE);
+    hdr->post_rows = (uint32_t)rows;
+    off = round_up(off + (size_t)rows * n * sizeof(uint64_t), RMA_CACHE_LINE);
     hdr->acc_off = off;
     off += (size_t)RMA_ACC_NLOCKS * RMA_CACHE_LINE;
     return round_up(off, rma_page_size());
@@ -122,6 +125,11 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
         win->net |= !tg->local;
         while (node[u] != node[t])
             u++;
+        tg->lidx = u == t ? 0 : win->targets[u].lidx_next++; /* the node's first rank counts */
+        if (tg->lidx >= win->post_rows)
+            win->post_rows = tg->lidx + 1;
+        if (u == t)
+            tg->lidx_next = 1;
         if (tg->local)
             continue;
         if (u == t)
@@ -347,7 +355,7 @@ static int win_seg_from_ucx(rma_win_t *win, size_t len, void **addr)
 static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc, const char *func)
 {
     rma_ctl_t hdr;
-    size_t ctl_len = ctl_layout(&hdr, win->nranks),
+    size_t ctl_len = ctl_layout(&hdr, win->nranks, win->post_rows),
            len = round_up(ctl_len + data_len, rma_page_size());
     ctl_ent_t e = {NULL, len, 0, -1, 0, 0};
     int rc;
@@ -814,7 +822,7 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
         if (win->targets[t].local)
             data_len += contig ? (size_t)all[t].size : round_up((size_t)all[t].size, page);
     }
-    ctl_len = ctl_layout(&hdr, win->nranks);
+    ctl_len = ctl_layout(&hdr, win->nranks, win->post_rows);
     if (win->rank == win->leader && (ctl_rc = win_ctl_create(win, data_len, &desc, func)) != 0)
         desc.len = 0;
     if (win->net) /* every node's leader made one */

@@ -1050,7 +1050,7 @@ static _Atomic uint64_t *hx_note_word(rma_win_t *win, uint64_t off)
 {
     const rma_ctl_t *c = win->ctl;
     uint64_t ranks_end = c->ranks_off + (uint64_t)c->nranks * sizeof(rma_ctl_rank_t);
-    uint64_t posts_end = c->post_off + (uint64_t)c->nranks * c->nranks * sizeof(uint64_t);
+    uint64_t posts_end = c->post_off + (uint64_t)c->post_rows * c->nranks * sizeof(uint64_t);
 
     if (off % sizeof(uint64_t) != 0 ||
         !((off >= c->ranks_off && off < ranks_end) || (off >= c->post_off && off < posts_end)))
