@@ -258,10 +258,10 @@ typedef struct rma_win {
     uint64_t seg_id; /* the control segment's id (pooled by win_flavor.c) */
     int seg_pid;     /* ranks other than the node's leader: the leader's pid */
     int leader;      /* the window rank that made this node's control segment */
+    int post_rows;   /* the most ranks of the window on one node (rma_ctl_t.post_rows) */
     int *world;      /* MPI_COMM_WORLD rank of each window rank */
     int *reps;       /* one rank of each other node (fence arrivals go there) */
     int nreps;
-    int post_rows;   /* the most ranks of the window on one node (rma_ctl_t.post_rows) */
     void *net_ctl;             /* exposure of the control segment (rma_nm_mem_t) */
     void *net_data;            /* ... and of the window memory when it is not in it */
     struct rma_memreg *expose; /* create flavor: registered region holding base, or NULL */
