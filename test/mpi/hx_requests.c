@@ -140,7 +140,7 @@ static void run(int dynamic, int t)
     cnt_off = RMA_CTL_OFF(rw, t, complete_cnt);
     note0 = atomic_load(&rma_ctl_rank(rw->ctl, t)->complete_cnt);
     post_off = rma_ctl_off_post(rw, t, 0);
-    post0 = atomic_load(rma_ctl_post(rw->ctl, t, 0));
+    post0 = atomic_load(rma_ctl_post(rw->ctl, rw->targets[t].lidx, 0));
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (rank == 0) {
@@ -300,7 +300,7 @@ static void run(int dynamic, int t)
         CASE("misaligned notification", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         q.h.note_off = rw->ctl->acc_off;
         CASE("notification on an accumulate stripe", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
-        q.h.note_off = rw->ctl->post_off + (uint64_t)nprocs * nprocs * 8;
+        q.h.note_off = rw->ctl->post_off + (uint64_t)rw->ctl->post_rows * nprocs * 8;
         CASE("notification past the posts", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
         q.h.note_off = (uint64_t)0 - 8;
         CASE("notification at offset 2^64 - 8", send_req(win, t, &q, sizeof(q.h), 1, 8, 0));
@@ -381,7 +381,7 @@ static void run(int dynamic, int t)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == t) {
         uint64_t got_note = atomic_load(&rma_ctl_rank(rw->ctl, t)->complete_cnt) - note0;
-        uint64_t got_post = atomic_load(rma_ctl_post(rw->ctl, t, 0)) - post0;
+        uint64_t got_post = atomic_load(rma_ctl_post(rw->ctl, rw->targets[t].lidx, 0)) - post0;
         CHECK(got_note == 2 * NOTE_GOOD + NOTE_REFUSED + 2 * NOTE_QUIET,
               "notifications added %#llx to the completion count, expected %#x",
               (unsigned long long)got_note, 2 * NOTE_GOOD + NOTE_REFUSED + 2 * NOTE_QUIET);

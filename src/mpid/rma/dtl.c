@@ -911,6 +911,27 @@ static int dtl_contig_for(const rma_dtl_t *d, MPI_Aint count)
     return d->is_contig || (count == 1 && !d->root_child_);
 }
 
+/* count elements of a simple layout: outer runs, ext bytes apart from s_disp_, of inner
+ * pieces of len bytes, s apart (one run when the elements continue each other's stride) */
+typedef struct dtl_runs {
+    MPI_Aint outer, inner, ext, s, len;
+} dtl_runs_t;
+
+static dtl_runs_t simple_runs(const rma_dtl_t *d, MPI_Aint count)
+{
+    dtl_runs_t r = {count, d->s_count_, d->extent, d->s_stride_, d->s_len_};
+
+    if (r.inner == 1) {
+        r.inner = count;
+        r.outer = 1;
+        r.s = r.ext;
+    } else if (r.ext == r.inner * r.s) {
+        r.inner *= count;
+        r.outer = 1;
+    }
+    return r;
+}
+
 /* The pieces of `count` elements of a simple layout d against one contiguous run at coff:
  * a loop, not the iterator. fn(arg, d's offset, the run's offset, len) when strided_dst,
  * else with the two offsets swapped. Only where no two pieces adjoin (the iterator would
@@ -918,24 +939,16 @@ static int dtl_contig_for(const rma_dtl_t *d, MPI_Aint count)
 static int walk_strided(const rma_dtl_t *d, MPI_Aint count, MPI_Aint coff, int strided_dst,
                         rma_dtl_pair_fn fn, void *arg)
 {
-    MPI_Aint outer = count, inner = d->s_count_, ext = d->extent, s = d->s_stride_;
-    MPI_Aint len = d->s_len_;
+    dtl_runs_t r = simple_runs(d, count);
+    size_t len = (size_t)r.len;
     int rc = 0;
 
-    if (inner == 1) {
-        inner = count;
-        outer = 1;
-        s = ext;
-    } else if (ext == inner * s) {
-        inner *= count;
-        outer = 1;
-    }
-    if (len == 0 || s == len || (outer > 1 && ext == (inner - 1) * s + len))
+    if (r.len == 0 || r.s == r.len || (r.outer > 1 && r.ext == (r.inner - 1) * r.s + r.len))
         return -2;
-    for (MPI_Aint e = 0; e < outer && rc == 0; e++) {
-        MPI_Aint p = d->s_disp_ + e * ext;
-        for (MPI_Aint i = 0; i < inner && rc == 0; i++, p += s, coff += len)
-            rc = strided_dst ? fn(arg, p, coff, (size_t)len) : fn(arg, coff, p, (size_t)len);
+    for (MPI_Aint e = 0; e < r.outer && rc == 0; e++) {
+        MPI_Aint p = d->s_disp_ + e * r.ext;
+        for (MPI_Aint i = 0; i < r.inner && rc == 0; i++, p += r.s, coff += r.len)
+            rc = strided_dst ? fn(arg, p, coff, len) : fn(arg, coff, p, len);
     }
     return rc;
 }
@@ -1002,18 +1015,10 @@ static int copy_piece(void *arg, MPI_Aint dst_off, MPI_Aint src_off, size_t len)
 static void copy_strided(char *contig, char *strided, const rma_dtl_t *d, MPI_Aint count,
                          int to_contig)
 {
-    MPI_Aint outer = count, inner = d->s_count_, ext = d->extent, s = d->s_stride_;
-    MPI_Aint len = d->s_len_;
-    if (inner == 1) {
-        inner = count;
-        outer = 1;
-        s = ext;
-    } else if (ext == inner * s) {
-        inner *= count;
-        outer = 1;
-    }
-    for (MPI_Aint e = 0; e < outer; e++) {
-        char *p = strided + d->s_disp_ + e * ext;
+    dtl_runs_t r = simple_runs(d, count);
+    MPI_Aint inner = r.inner, s = r.s, len = r.len;
+    for (MPI_Aint e = 0; e < r.outer; e++) {
+        char *p = strided + d->s_disp_ + e * r.ext;
 #define DTL_LOOP(L)                                                                                \
     for (MPI_Aint i = 0; i < inner; i++, p += s, contig += (L)) {                                  \
         if (to_contig)                                                                             \
