@@ -347,18 +347,26 @@ static const rma_netmod_ops_t *msg_ops; /* the transport's table (one transport)
 static rma_netmod_ops_t with_ops;
 static pthread_once_t with_once = PTHREAD_ONCE_INIT;
 
+/* The transport's flush counts as flushed everything issued when it began (rma_nm_flushed),
+ * which may include pieces another thread held after ours were sent: those are sent once
+ * it has begun (held_add counts a piece issued under the held lock, so whatever it counted
+ * is held by then). */
 static int with_flush(rma_nm_tgt_t *t)
 {
     int rc = held_send_now(t);
 
-    return rc != 0 ? rc : msg_ops->flush(t);
+    if (rc == 0)
+        rc = msg_ops->flush(t);
+    return rc != 0 ? rc : held_send_now(t);
 }
 
 static int with_push(rma_nm_tgt_t *t)
 {
     int rc = held_send_now(t);
 
-    return rc != 0 ? rc : msg_ops->push(t);
+    if (rc == 0)
+        rc = msg_ops->push(t);
+    return rc != 0 ? rc : held_send_now(t);
 }
 
 static int with_release(rma_nm_tgt_t *t)
@@ -373,7 +381,9 @@ static int with_flush_start(rma_nm_tgt_t *t, void **req)
     int rc = held_send_now(t);
 
     *req = NULL;
-    return rc != 0 ? rc : msg_ops->flush_start(t, req);
+    if (rc == 0)
+        rc = msg_ops->flush_start(t, req);
+    return rc != 0 ? rc : held_send_now(t); /* as with_flush */
 }
 
 static void with_init(void)
