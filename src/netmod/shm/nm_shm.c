@@ -336,7 +336,8 @@ void rma_nm_shm_release(rma_nm_tgt_t *t)
 /* ------------------------------------------------------------------ with messages
  *
  * A same-node target whose window memory is not mapped here (malloc'd create or attached
- * memory), in a window with off-node peers: UCX runs in both processes, and this one has an
+ * memory), in a window with off-node peers or on one node where memory cannot move (windows/
+ * win_flavor.c win_node_msg_begin): UCX runs in both processes, and this one has an
  * endpoint to it. A put of many small pieces then goes to the target's agent as
  * host-assisted requests over that transport's messages (mpid/rma/hx.h): a copy on each
  * side, where cross-memory attach pays the kernel ~0.5 us per piece. The rest goes as
