@@ -174,8 +174,7 @@ typedef struct rma_target {
     int local;            /* same node: its control words are mapped here */
     int node;             /* off node: its node's index in win->reps */
     int lidx;             /* its index among the window's ranks of its node (its row of the
-                             posts in that node's control segment) ... */
-    int lidx_next;        /* ... the first rank of a node: the next one's (win_begin) */
+                             posts in that node's control segment) */
     rma_nm_tgt_t nm;      /* how bytes and words not mapped here reach it (netmod.h) */
     int lock_holders;     /* threads of ours inside MPI_Win_lock epochs on this target */
     uint64_t expose_seen; /* create windows: the target's expose_seq mapped here (off node:

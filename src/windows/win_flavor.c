@@ -100,7 +100,8 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     win->start_ranks = calloc((size_t)win->nranks, sizeof(*win->start_ranks));
     win->world = calloc((size_t)win->nranks, sizeof(*win->world));
     win->reps = calloc((size_t)win->nranks, sizeof(*win->reps));
-    node = calloc((size_t)win->nranks, sizeof(*node));
+    /* node[t]: t's node; node[n + u]: ranks of the node whose first rank is u, so far */
+    node = calloc(2 * (size_t)win->nranks, sizeof(*node));
     if (win->targets == NULL || win->post_seen == NULL || win->start_ranks == NULL ||
         win->world == NULL || win->reps == NULL || node == NULL) {
         free(node);
@@ -125,11 +126,9 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
         win->net |= !tg->local;
         while (node[u] != node[t])
             u++;
-        tg->lidx = u == t ? 0 : win->targets[u].lidx_next++; /* the node's first rank counts */
+        tg->lidx = node[win->nranks + u]++;
         if (tg->lidx >= win->post_rows)
             win->post_rows = tg->lidx + 1;
-        if (u == t)
-            tg->lidx_next = 1;
         if (tg->local)
             continue;
         if (u == t)
@@ -138,6 +137,15 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     }
     free(node);
     return MPI_SUCCESS;
+}
+
+/* me->need_ep: this rank lacks an endpoint to a peer it will reach through UCX: an off-node
+ * one, or with same, any other (win_shm_msg_targets). */
+static void win_need_ep(const rma_win_t *win, rank_info_t *me, int same)
+{
+    for (int t = 0; t < win->nranks; t++)
+        if ((!win->targets[t].local || (same && t != win->rank)) && !rma_net->has_ep(win->world[t]))
+            me->need_ep = 1;
 }
 
 /* Starts the network when the window has off-node peers; records in me what the others
@@ -160,12 +168,8 @@ static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
     rma_win_dyn_net_init();
     rma_expose_net_init();
     rma_hx_net_init();
-    /* create and dynamic windows: same-node peers too (win_shm_msg_targets) */
-    for (int t = 0; t < win->nranks; t++)
-        if ((!win->targets[t].local ||
-             (t != win->rank && win->flavor != MPI_WIN_FLAVOR_ALLOCATE)) &&
-            !rma_net->has_ep(win->world[t]))
-            me->need_ep = 1;
+    /* create and dynamic windows: same-node peers too */
+    win_need_ep(win, me, win->flavor != MPI_WIN_FLAVOR_ALLOCATE);
 }
 
 /* A window of one node (create and dynamic flavors) whose memory nobody can move here
@@ -193,9 +197,7 @@ static void win_node_msg_begin(rma_win_t *win, rank_info_t *me)
     rma_hx_net_init();
     /* set before the exchange: a peer may send its first request as soon as it returns */
     me->node_msg = win->node_msg = 1;
-    for (int t = 0; t < win->nranks; t++)
-        if (t != win->rank && !rma_net->has_ep(win->world[t]))
-            me->need_ep = 1;
+    win_need_ep(win, me, 1);
 }
 
 /* ... once every rank said whether it runs UCX: when all do, connects them (collective),

@@ -348,26 +348,27 @@ static const rma_netmod_ops_t *msg_ops; /* the transport's table (one transport)
 static rma_netmod_ops_t with_ops;
 static pthread_once_t with_once = PTHREAD_ONCE_INIT;
 
-/* The transport's flush counts as flushed everything issued when it began (rma_nm_flushed),
- * which may include pieces another thread held after ours were sent: those are sent once
- * it has begun (held_add counts a piece issued under the held lock, so whatever it counted
- * is held by then). */
-static int with_flush(rma_nm_tgt_t *t)
+/* Sends what is held, then runs the transport's flush (or push), which counts as flushed
+ * everything issued when it began (rma_nm_flushed): that may include pieces another thread
+ * held after ours were sent, so what is held is sent again once it has begun (held_add
+ * counts a piece issued under the held lock, so whatever it counted is held by then). */
+static int with_around(rma_nm_tgt_t *t, int (*flush)(rma_nm_tgt_t *t))
 {
     int rc = held_send_now(t);
 
     if (rc == 0)
-        rc = msg_ops->flush(t);
+        rc = flush(t);
     return rc != 0 ? rc : held_send_now(t);
+}
+
+static int with_flush(rma_nm_tgt_t *t)
+{
+    return with_around(t, msg_ops->flush);
 }
 
 static int with_push(rma_nm_tgt_t *t)
 {
-    int rc = held_send_now(t);
-
-    if (rc == 0)
-        rc = msg_ops->push(t);
-    return rc != 0 ? rc : held_send_now(t);
+    return with_around(t, msg_ops->push);
 }
 
 static int with_release(rma_nm_tgt_t *t)
@@ -384,7 +385,7 @@ static int with_flush_start(rma_nm_tgt_t *t, void **req)
     *req = NULL;
     if (rc == 0)
         rc = msg_ops->flush_start(t, req);
-    return rc != 0 ? rc : held_send_now(t); /* as with_flush */
+    return rc != 0 ? rc : held_send_now(t); /* as with_around */
 }
 
 static void with_init(void)
