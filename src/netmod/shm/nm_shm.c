@@ -349,16 +349,24 @@ static rma_netmod_ops_t with_ops;
 static pthread_once_t with_once = PTHREAD_ONCE_INIT;
 
 /* Sends what is held, then runs the transport's flush (or push), which counts as flushed
- * everything issued when it began (rma_nm_flushed): that may include pieces another thread
- * held after ours were sent, so what is held is sent again once it has begun (held_add
- * counts a piece issued under the held lock, so whatever it counted is held by then). */
+ * everything issued when it began (rma_nm_flushed). Another thread's piece held after ours
+ * were sent would be counted and stay held: its get's request would complete with the data
+ * never read. So the held lock stays taken until the transport's flush returns (a piece is
+ * held and counted issued under it): what it counts was sent first, and what others issue
+ * meanwhile waits and is not counted. */
 static int with_around(rma_nm_tgt_t *t, int (*flush)(rma_nm_tgt_t *t))
 {
-    int rc = held_send_now(t);
+    shm_held_t *h = held_of(t);
+    int rc;
 
+    if (h == NULL) /* out of memory, and nothing held yet */
+        return flush(t);
+    pthread_mutex_lock(&h->mtx);
+    rc = held_send(t, h);
     if (rc == 0)
         rc = flush(t);
-    return rc != 0 ? rc : held_send_now(t);
+    pthread_mutex_unlock(&h->mtx);
+    return rc;
 }
 
 static int with_flush(rma_nm_tgt_t *t)
@@ -378,14 +386,14 @@ static int with_release(rma_nm_tgt_t *t)
     return rc != 0 ? rc : msg_ops->release(t);
 }
 
+/* A request's flush (rma_request_done): what it waits for was held, and is sent now; the
+ * transport's flush_test counts nothing flushed. */
 static int with_flush_start(rma_nm_tgt_t *t, void **req)
 {
     int rc = held_send_now(t);
 
     *req = NULL;
-    if (rc == 0)
-        rc = msg_ops->flush_start(t, req);
-    return rc != 0 ? rc : held_send_now(t); /* as with_around */
+    return rc != 0 ? rc : msg_ops->flush_start(t, req);
 }
 
 static void with_init(void)
