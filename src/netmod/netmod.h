@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/uio.h>
+#include <time.h>
 
 struct rma_netmod_ops;
 struct rma_hx_agg;
@@ -38,6 +39,31 @@ typedef struct rma_nm_gate {
 
 /* shm: the small transfers to one target held until its next flush (nm_shm.c). */
 typedef struct rma_shm_held rma_shm_held_t;
+
+/* shm with messages (rma_nm_shm_with): the way a lone small operation to the target goes.
+ * By cross-memory attach, one system call (~2.5 us here) that needs nothing of the target;
+ * or as a request to the target's agent, in UCX's messages: ~1 us while the agent has a
+ * core, and 10-50 us or more when it must take one from a computing rank. Each round (a
+ * flush, a fetch) weighs what the two cost lately, measured on this target's own calls and
+ * requests, and keeps the cheaper; it looks at the other way now and then, less often while
+ * the look confirms the choice (nm_shm.c). */
+enum { RMA_NM_WAY_CMA, RMA_NM_WAY_MSG };
+typedef struct rma_nm_way {
+    size_t small;            /* pieces of at most this many bytes may go by request (0:
+                                 never; then nothing here is used) */
+    _Atomic int msg;         /* 1: they go by request now */
+    _Atomic uint64_t sum[2]; /* ns spent in cross-memory calls and requests of at most
+                                 `small` bytes since the last flush ... */
+    _Atomic uint32_t cnt[2]; /* ... and how many */
+    _Atomic int flushing;    /* a flush runs: the requests it sends are timed (those sent
+                                 earlier were not waited for at once) */
+    atomic_flag busy;        /* a round ends (rma_nm_way_settle): the rest is its */
+    uint32_t est[2];         /* moving averages of one's cost, ns (0: not measured) */
+    uint32_t since, every;   /* rounds since the other way was last looked at, and between
+                                 looks */
+    int look;                /* rounds left of a look at the other way (0: none) ... */
+    uint64_t look_t0;        /* ... and when it began */
+} rma_nm_way_t;
 
 /* The kinds of rma_nm_tgt_t.ord_kinds: puts and gets aggregation holds back, accumulates
  * sent to the target's agent or held back (the agent may defer one), rendezvous transfers
@@ -114,6 +140,7 @@ typedef struct rma_nm_tgt {
                                          even with nothing to complete */
     rma_nm_gate_t *_Atomic gate;      /* set: opened before anything is sent to the target */
     rma_shm_held_t *_Atomic held;     /* shm: small transfers held until a flush */
+    rma_nm_way_t way;                 /* shm with messages: the way of small operations */
     _Atomic uint32_t *cma_moving;     /* the owner is moving the memory: no write now (shm;
                                          ucx, to the owner of create or attached memory whose
                                          control words are mapped here: UCX may write by
@@ -147,6 +174,38 @@ static inline int rma_nm_served(const rma_nm_tgt_t *t)
 static inline int rma_nm_gated(rma_nm_tgt_t *t)
 {
     return atomic_load_explicit(&t->gate, memory_order_acquire) != NULL;
+}
+
+/* 1 when t's lone small operations go to its agent as requests now (rma_nm_way_t). */
+static inline int rma_nm_way_msg(const rma_nm_tgt_t *t)
+{
+    return t->way.small != 0 && atomic_load_explicit(&t->way.msg, memory_order_relaxed);
+}
+
+/* Pieces of at most this many bytes of a put (write) or get to t go to its agent: as
+ * strided runs when one operation has many of them, or held back to go with the others of
+ * the flush (mpid/rma/hx.h). */
+static inline size_t rma_nm_hx_piece(const rma_nm_tgt_t *t, int write)
+{
+    if (rma_nm_way_msg(t))
+        return t->way.small > t->hx_piece ? t->way.small : t->hx_piece;
+    return write ? t->hx_piece : t->hx_get_piece;
+}
+
+/* The time, for rma_nm_way_note. */
+static inline uint64_t rma_nm_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One cross-memory call or request (way: RMA_NM_WAY_*) to w's target took ns. */
+static inline void rma_nm_way_note(rma_nm_way_t *w, int way, uint64_t ns)
+{
+    atomic_fetch_add_explicit(&w->sum[way], ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->cnt[way], 1, memory_order_relaxed);
 }
 
 /* A transport calls this before it sends anything to t. 0 or -errno. */
@@ -420,6 +479,14 @@ extern const rma_netmod_ops_t rma_nm_shm_ops;
  * requests to the target's agent (its hx_* fields set), flushes that complete both
  * (nm_shm.c). */
 const rma_netmod_ops_t *rma_nm_shm_with(const rma_netmod_ops_t *msg);
+
+/* shm with messages: t's lone operations of at most small bytes go to its agent while
+ * that costs less than cross-memory attach (rma_nm_way_t; 0: never). */
+void rma_nm_way_init(rma_nm_tgt_t *t, size_t small);
+
+/* A round of t's operations ended (a flush, a fetch answered): the way of the next ones is
+ * chosen. Nothing when another thread is choosing. */
+void rma_nm_way_settle(rma_nm_tgt_t *t);
 
 /* shm: completes and frees what is held for t (its window is freed). */
 void rma_nm_shm_release(rma_nm_tgt_t *t);

@@ -464,12 +464,17 @@ static void win_shm_msg_targets(rma_win_t *win)
         nm->dev_amo = nm->maps = nm->ordered = nm->am_rma = 0;
         nm->hx_piece = rma_env.hx_node;
         nm->hx_get_piece = 0; /* a get of many pieces reads their span at once (nm_shm.c) */
-        nm->aggregate = 0;
+        /* lone small operations: to the agent while that costs less, all held to the flush */
+        nm->aggregate = rma_env.aggregate_am;
+        nm->hx_msg = rma_env.hx_msg_am;
+        rma_nm_way_init(nm, rma_env.agent == RMA_AGENT_OFF ? 0 : rma_env.hx_small);
         if (rma_env.verbose >= 2)
             fprintf(stderr,
                     "librma: window 0x%x: rank %d reaches rank %d (same node) by cross-memory "
-                    "attach, puts of many pieces of up to %zu bytes through its agent\n",
-                    (unsigned)win->handle, win->rank, t, nm->hx_piece);
+                    "attach, puts of many pieces of up to %zu bytes through its agent, lone "
+                    "operations of up to %zu bytes %s\n",
+                    (unsigned)win->handle, win->rank, t, nm->hx_piece, nm->way.small,
+                    nm->way.small != 0 ? "through it while that costs less" : "never");
     }
 }
 
@@ -480,8 +485,10 @@ static void win_net_release(rma_win_t *win)
     for (int t = 0; win->targets != NULL && t < win->nranks; t++) {
         rma_nm_tgt_t *nm = &win->targets[t].nm;
         if (win->targets[t].local) {
-            if (nm->hx_piece > 0) /* shm with messages: their answers land in nm */
+            if (nm->hx_piece > 0) { /* shm with messages: their answers land in nm */
                 nm->ops->flush(nm);
+                rma_hx_agg_free(nm);
+            }
             continue;
         }
         rma_hx_agg_free(nm); /* an epoch left open: its puts are not sent now */

@@ -1265,15 +1265,20 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
      * still updates each element with that element's mechanism, so that one-element calls
      * taking no stripe stay atomic with respect to it. An off-node target's memory that UCX
      * maps here (nm.data_map; a dynamic window's region in an MPI_Alloc_mem block from UCX)
-     * is updated through that mapping exactly as on its node: no request to its agent. */
-    if (!win->targets[trank].local && win->targets[trank].nm.hx_piece > 0 &&
+     * is updated through that mapping exactly as on its node: no request to its agent. A
+     * same-node target reached by cross-memory attach gets its small ones as requests while
+     * that costs less (netmod.h rma_nm_way_t); its agent takes the same stripes. */
+    if ((win->targets[trank].local ? rma_nm_way_msg(&win->targets[trank].nm) &&
+                                         (size_t)tbytes <= win->targets[trank].nm.way.small
+                                   : win->targets[trank].nm.hx_piece > 0) &&
         !rma_tspan_mapped(&a->span) && serve_known(a->basic, opi) &&
         (!acc_single_atomic(a, ttype) || !amo_direct(&win->targets[trank].nm)) &&
         (rc = acc_hx(a)) != -ENOSPC)
         goto done;
     rc = 0;
-    /* what this origin sent to the target's agent or holds for it takes effect first */
-    if (!win->targets[trank].local && rma_hx_in_flight(&win->targets[trank].nm) &&
+    /* what this origin sent to the target's agent or holds for it takes effect first (a
+     * same-node target's too, whose small operations went that way before) */
+    if (win->targets[trank].nm.hx_piece > 0 && rma_hx_in_flight(&win->targets[trank].nm) &&
         (rc = rma_ctl_flush(win, trank)) != 0)
         goto done;
     if ((rc = rma_tspan_gate(win, trank, &a->span)) != 0)

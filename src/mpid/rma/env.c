@@ -24,6 +24,7 @@ rma_env_t rma_env = {
     .hx_piece = 2048,
     .hx_min = 8,
     .hx_node = 256,
+    .hx_small = 8192,
     .node_ucx = 1,
     .hx_get_piece = 64 << 10,
     .hx_msg = 64 << 10,
@@ -87,6 +88,7 @@ void rma_env_init(void)
     rma_env.hx_node = (size_t)env_long("RMA_HX_PIECE_NODE", (long)rma_env.hx_node, 0, 4 << 20);
     if (rma_env.hx_node > rma_env.hx_msg)
         rma_env.hx_node = rma_env.hx_msg;
+    rma_env.hx_small = (size_t)env_long("RMA_HX_SMALL_NODE", (long)rma_env.hx_small, 0, 64 << 10);
     rma_env.node_ucx = (int)env_long("RMA_NODE_UCX", rma_env.node_ucx, 0, 1);
     /* a get of many pieces gathers larger ones at the target's agent, not only what a put
      * scatters there; RMA_HX_PIECE=0 (never host-assisted) turns both off */
@@ -107,6 +109,7 @@ void rma_env_init(void)
     rma_env.ordered = (int)env_long("RMA_ORDERED", rma_env.ordered, 0, 1);
     rma_env.lock_lazy = (int)env_long("RMA_LOCK_LAZY", rma_env.lock_lazy, 0, 1);
     rma_env.acc_gap_us = (int)env_long("RMA_TEST_ACC_GAP", 0, 0, 1000000);
+    rma_env.test_way = (int)env_long("RMA_TEST_WAY", 0, 0, 2);
     const char *c = getenv("RMA_AGENT_CPU");
     if (c != NULL && *c != '\0') {
         if (strcmp(c, "auto") == 0)
@@ -208,6 +211,12 @@ void rma_env_print(FILE *out)
             "messages rather than one cross-memory-attach iovec each; 0: never\n",
             rma_env.hx_node);
     fprintf(out,
+            "RMA_HX_SMALL_NODE=%zu  ... and a lone put, get or accumulate of at most this many "
+            "bytes to such a rank goes to its agent, held to the flush with the others, while "
+            "that answers faster than a cross-memory-attach call (each flush weighs the two as "
+            "measured lately; not with RMA_AGENT=off); 0: never\n",
+            rma_env.hx_small);
+    fprintf(out,
             "RMA_NODE_UCX=%d         a window of one node whose memory cannot move here (see "
             "RMA_MOVE_PINNED) starts UCX on every rank, so that RMA_HX_PIECE_NODE applies to "
             "its create and dynamic windows (1); or keeps cross-memory attach alone there (0)\n",
@@ -262,4 +271,10 @@ void rma_env_print(FILE *out)
                 "off-node read + compare-and-swap (1/2-byte elements, ops UCX lacks) between "
                 "reading its word and swapping it\n",
                 rma_env.acc_gap_us);
+    if (rma_env.test_way > 0)
+        fprintf(out,
+                "RMA_TEST_WAY=%d         (tests only) the small operations of RMA_HX_SMALL_NODE "
+                "go %s\n",
+                rma_env.test_way,
+                rma_env.test_way == 1 ? "to the agent always" : "the other way at every round");
 }

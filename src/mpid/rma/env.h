@@ -29,6 +29,8 @@ typedef struct rma_env {
     size_t hx_min;   /* RMA_HX_MIN_PIECES: ... when a transfer has at least this many of them */
     size_t hx_node;  /* RMA_HX_PIECE_NODE: hx_piece for a put to a same-node target reached
                         by cross-memory attach in a window whose UCX runs; 0: never */
+    size_t hx_small; /* RMA_HX_SMALL_NODE: a lone operation of at most this many bytes to such
+                        a target goes to its agent while that costs less; 0: never */
     int node_ucx;    /* RMA_NODE_UCX: a window of one node whose memory cannot move starts UCX
                         for hx_node (windows/win_flavor.c win_node_msg_begin) */
     size_t hx_get_piece; /* RMA_HX_GET_PIECE: hx_piece for gets (at least hx_piece) */
@@ -48,6 +50,9 @@ typedef struct rma_env {
                          transport keeps issue order follows its operations without a flush */
     int lock_lazy;       /* RMA_LOCK_LAZY: a shared lock on a target reached over tcp alone is
                          taken by the target's agent with the epoch's operations (sync/lock.c) */
+    int test_way;        /* RMA_TEST_WAY: for tests, the way of small operations to a same-node
+                            target (netmod.h rma_nm_way_t): 0 chosen by cost, 1 always by
+                            request, 2 each in turn, round by round */
     int acc_gap_us;      /* RMA_TEST_ACC_GAP: for tests, a one-element atomic on the slow path
                          sleeps this long between seeing its stripe free and updating, an
                          off-node read + compare-and-swap between reading its word and

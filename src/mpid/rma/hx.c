@@ -43,7 +43,20 @@ typedef struct hx_wait {
     char *lbase; /* the runs' local addresses are offsets from it (NULL: addresses) */
     int nruns;
     uint64_t skip, bytes;
+    rma_nm_way_t *way; /* timed (netmod.h rma_nm_way_t): the target's, and when it left */
+    uint64_t sent;
 } hx_wait_t;
+
+/* Times a request of n data bytes whose answer the origin waits for at once (netmod.h
+ * rma_nm_way_t): a same-node target's, sent by a flush (wait) or for a fetch. */
+static void hx_time(rma_nm_tgt_t *nm, hx_wait_t *w, uint64_t n, int wait)
+{
+    if (nm->way.small != 0 && n <= nm->way.small &&
+        (wait || atomic_load_explicit(&nm->way.flushing, memory_order_relaxed))) {
+        w->way = &nm->way;
+        w->sent = rma_nm_now_ns();
+    }
+}
 
 /* ------------------------------------------------------------------ one origin's order */
 
@@ -270,6 +283,7 @@ static int hx_post(rma_win_t *win, rma_nm_tgt_t *nm, rma_hx_hdr_t *h, const char
                      .also = h->kind == RMA_HX_ACC ? &nm->hx_unordered : &nm->hx_acks,
                      .owned = 1};
     h->cookie = (uint64_t)(uintptr_t)w;
+    hx_time(nm, w, h->bytes, 0);
     hx_out_begin(nm, w);
     return hx_out_end(
         win, nm, w,
@@ -321,6 +335,7 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
         h.note_off = hx->note_off;
         h.note = hx->note;
     }
+    hx_time(nm, w, bytes, 0);
     atomic_fetch_add_explicit(w->left, 1, memory_order_relaxed);
     rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), recs, nrec * sizeof(*recs),
                           RMA_NM_AM_COPY);
@@ -569,11 +584,12 @@ static int agg_same_kind(const rma_hx_hdr_t *a, const rma_hx_hdr_t *b)
 
 /* 1 when every small operation to the target is held back, the first after a flush and
  * gets too: over tcp alone (UCX's emulated put or get and the flush after it cost more than
- * librma's request and its answer), and in a lazy lock's epoch (its gate is set), which
+ * librma's request and its answer), to a same-node target whose small operations go to its
+ * agent now (netmod.h rma_nm_way_t), and in a lazy lock's epoch (its gate is set), which
  * ends as one request. */
 static int agg_holds_all(rma_nm_tgt_t *nm)
 {
-    return nm->am_rma || rma_nm_gated(nm);
+    return nm->am_rma || rma_nm_way_msg(nm) || rma_nm_gated(nm);
 }
 
 /* Takes what is held back for target trank, locked, for an operation of n bytes that needs
@@ -585,7 +601,8 @@ static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_a
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
     rma_hx_agg_t *a = nm->agg;
 
-    if (nm->aggregate == 0 || n > nm->aggregate || nrec > HX_MAX_REC)
+    if (nm->aggregate == 0 || n > nm->aggregate || nrec > HX_MAX_REC ||
+        (nm->way.small != 0 && !rma_nm_way_msg(nm))) /* same node, by cross-memory attach */
         return 1;
     if (a == NULL) {
         rma_hx_t hx = {.win = win, .trank = trank, .write = 1};
@@ -838,6 +855,8 @@ static void hx_answered(void *arg, int status)
 {
     hx_wait_t *w = arg;
 
+    if (w->way != NULL)
+        rma_nm_way_note(w->way, RMA_NM_WAY_MSG, rma_nm_now_ns() - w->sent);
     if (status != 0)
         atomic_store_explicit(w->err, status, memory_order_relaxed);
     hx_wait_end(w);
@@ -964,10 +983,12 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
             hx_ord_note(nm, RMA_NM_ORD_ACC, lo, hi);
         goto out;
     }
+    hx_time(nm, &w, hx->bytes, 1);
     rc = nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &h, sizeof(h), body, blen, RMA_NM_AM_COPY);
     if (rc == 0) {
         rma_net->wait_zero(&left);
         rc = atomic_load(&err);
+        rma_nm_way_settle(nm);
     }
 out:
     if (body != stack)

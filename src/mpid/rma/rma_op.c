@@ -80,8 +80,7 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
                 return mv->err;
             memcpy(mv->write ? t : buf, mv->write ? buf : t, n);
         } else if (mv->hx != NULL &&
-                   n <= (mv->write ? mv->win->targets[mv->trank].nm.hx_piece
-                                   : mv->win->targets[mv->trank].nm.hx_get_piece)) {
+                   n <= rma_nm_hx_piece(&mv->win->targets[mv->trank].nm, mv->write)) {
             if (rma_hx_add(mv->hx, ta, buf, n) != 0)
                 return mv->err = -ENOMEM;
         } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->win->targets[mv->trank].local &&

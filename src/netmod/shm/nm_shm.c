@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "mpid/rma/env.h"
 #include "sync/wait.h"
 
 #define HELD_MAX   64    /* pieces held for one target */
@@ -102,6 +103,7 @@ static int nm_shm_xfer(int pid, const struct iovec *local, int nlocal, const str
 static int xfer_now(rma_nm_tgt_t *t, const struct iovec *local, const struct iovec *remote, int n,
                     int write)
 {
+    uint64_t t0 = t->way.small != 0 && iov_total(local, n) <= t->way.small ? rma_nm_now_ns() : 0;
     int rc;
 
     if (write)
@@ -110,6 +112,8 @@ static int xfer_now(rma_nm_tgt_t *t, const struct iovec *local, const struct iov
     rc = nm_shm_xfer(t->pid, local, n, remote, n, write);
     if (write)
         rma_nm_write_end(t);
+    if (t0 != 0)
+        rma_nm_way_note(&t->way, RMA_NM_WAY_CMA, rma_nm_now_ns() - t0);
     return rc;
 }
 
@@ -344,6 +348,100 @@ void rma_nm_shm_release(rma_nm_tgt_t *t)
  * above. A flush sends what is held, then completes the requests (their
  * acknowledgements). */
 
+/* The way of small operations (netmod.h rma_nm_way_t). Each flush of the target, and each
+ * fetch it answered, ends a round. Cross-memory attach comes first: it costs what it costs
+ * whatever the target does, where a request may wait milliseconds for a computing target's
+ * agent to get a core. A look at the other way lasts WAY_LOOK rounds, the first not counted
+ * (it wakes the agent, or finds it asleep), and ends early once that way costs four times
+ * the other. Looks come every WAY_EVERY rounds; each that confirms the way taken puts the
+ * next twice as far, and at least so far that looking takes 1/WAY_SHARE of the time the
+ * rounds between take, up to WAY_EVERY_MAX rounds. A way is left for the other once it costs
+ * a quarter more. */
+#define WAY_LOOK      4
+#define WAY_EVERY     16
+#define WAY_SHARE     256
+#define WAY_EVERY_MAX (1u << 20)
+
+/* The rounds until the next look, after one that cost look_ns confirmed way k. */
+static uint32_t way_every(const rma_nm_way_t *w, int k, uint64_t look_ns)
+{
+    uint64_t every = (uint64_t)w->every * 2, share = look_ns * WAY_SHARE / w->est[k];
+
+    every = share > every ? share : every;
+    return every > WAY_EVERY_MAX ? WAY_EVERY_MAX : (uint32_t)every;
+}
+
+void rma_nm_way_init(rma_nm_tgt_t *t, size_t small)
+{
+    rma_nm_way_t *w = &t->way;
+
+    w->small = small;
+    atomic_store_explicit(&w->msg, rma_env.test_way == 1, memory_order_relaxed);
+    w->every = WAY_EVERY;
+}
+
+/* 1 when way a costs a quarter more than way b (both measured). */
+static int way_worse(const rma_nm_way_t *w, int a, int b)
+{
+    return w->est[a] != 0 && w->est[b] != 0 && (uint64_t)w->est[a] * 4 > (uint64_t)w->est[b] * 5;
+}
+
+/* Folds what each way cost since the last round into its average (but the way a look
+ * just took, in its first round). */
+static void way_fold(rma_nm_way_t *w, int cur)
+{
+    for (int k = 0; k < 2; k++) {
+        uint32_t n = atomic_exchange_explicit(&w->cnt[k], 0, memory_order_relaxed);
+        uint64_t sum = atomic_exchange_explicit(&w->sum[k], 0, memory_order_relaxed);
+        uint64_t mean = n > 0 ? sum / n : 0;
+        if (n == 0 || (w->look == WAY_LOOK && k == cur))
+            continue;
+        mean = mean > UINT32_MAX ? UINT32_MAX : mean == 0 ? 1 : mean;
+        w->est[k] = w->est[k] == 0 ? (uint32_t)mean : (uint32_t)((w->est[k] * 3 + mean) / 4);
+    }
+}
+
+void rma_nm_way_settle(rma_nm_tgt_t *t)
+{
+    rma_nm_way_t *w = &t->way;
+    int cur, other;
+
+    if (w->small == 0 || atomic_flag_test_and_set_explicit(&w->busy, memory_order_acquire))
+        return; /* another thread ends this round */
+    cur = atomic_load_explicit(&w->msg, memory_order_relaxed);
+    other = !cur;
+    if (rma_env.test_way != 0) { /* tests: one way, or each in turn */
+        if (rma_env.test_way == 2)
+            atomic_store_explicit(&w->msg, other, memory_order_relaxed);
+        atomic_flag_clear_explicit(&w->busy, memory_order_release);
+        return;
+    }
+    way_fold(w, cur);
+    if (w->look > 0) { /* looking at cur: kept only if the other costs a quarter more */
+        if (w->look < WAY_LOOK && w->est[cur] / 4 > w->est[other])
+            w->look = 1; /* far the dearer already */
+        if (--w->look == 0) {
+            if (w->est[other] != 0 && !way_worse(w, other, cur)) {
+                atomic_store_explicit(&w->msg, other, memory_order_relaxed);
+                w->every = way_every(w, other, rma_nm_now_ns() - w->look_t0);
+            } else {
+                w->every = WAY_EVERY;
+            }
+            w->since = 0;
+        }
+    } else if (way_worse(w, cur, other)) { /* the other was the cheaper when last looked at */
+        atomic_store_explicit(&w->msg, other, memory_order_relaxed);
+        w->since = 0;
+        w->every = WAY_EVERY;
+    } else if (++w->since >= w->every) {
+        atomic_store_explicit(&w->msg, other, memory_order_relaxed);
+        w->est[other] = 0; /* measured afresh */
+        w->look = WAY_LOOK;
+        w->look_t0 = rma_nm_now_ns();
+    }
+    atomic_flag_clear_explicit(&w->busy, memory_order_release);
+}
+
 static const rma_netmod_ops_t *msg_ops; /* the transport's table (one transport) */
 static rma_netmod_ops_t with_ops;
 static pthread_once_t with_once = PTHREAD_ONCE_INIT;
@@ -363,8 +461,12 @@ static int with_around(rma_nm_tgt_t *t, int (*flush)(rma_nm_tgt_t *t))
         return flush(t);
     pthread_mutex_lock(&h->mtx);
     rc = held_send(t, h);
+    atomic_store_explicit(&t->way.flushing, 1, memory_order_relaxed);
     if (rc == 0)
         rc = flush(t);
+    atomic_store_explicit(&t->way.flushing, 0, memory_order_relaxed);
+    if (rc == 0)
+        rma_nm_way_settle(t);
     pthread_mutex_unlock(&h->mtx);
     return rc;
 }
