@@ -464,9 +464,11 @@ static void win_shm_msg_targets(rma_win_t *win)
         nm->dev_amo = nm->maps = nm->ordered = nm->am_rma = 0;
         nm->hx_piece = rma_env.hx_node;
         nm->hx_get_piece = 0; /* a get of many pieces reads their span at once (nm_shm.c) */
-        /* lone small operations: to the agent while that costs less, all held to the flush
-         * (not without an agent: nobody would answer while the target computes) */
-        rma_nm_way_init(nm, rma_env.agent == RMA_AGENT_OFF ? 0 : rma_env.hx_small);
+        /* lone small operations of one node's window: to the agent while that costs less,
+         * all held to the flush. Not without an agent (nobody would answer while the target
+         * computes), nor beside off-node ranks, whose traffic keeps the agents busy (two
+         * simulated nodes: no gain measured) */
+        rma_nm_way_init(nm, rma_env.agent == RMA_AGENT_OFF || win->net ? 0 : rma_env.hx_small);
         nm->aggregate = nm->way.small != 0 ? rma_env.aggregate_am : 0;
         if (rma_env.verbose >= 2)
             fprintf(stderr,

@@ -360,7 +360,7 @@ void rma_nm_shm_release(rma_nm_tgt_t *t)
 #define WAY_LOOK      4
 #define WAY_EVERY     16
 #define WAY_SHARE     256
-#define WAY_EVERY_MAX (1u << 20)
+#define WAY_EVERY_MAX (1u << 16)
 
 /* The rounds until the next look, after one that cost look_ns confirmed way k. */
 static uint32_t way_every(const rma_nm_way_t *w, int k, uint64_t look_ns)
