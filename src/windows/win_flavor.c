@@ -470,13 +470,17 @@ static void win_shm_msg_targets(rma_win_t *win)
          * simulated nodes: no gain measured) */
         rma_nm_way_init(nm, rma_env.agent == RMA_AGENT_OFF || win->net ? 0 : rma_env.hx_small);
         nm->aggregate = nm->way.small != 0 ? rma_env.aggregate_am : 0;
-        if (rma_env.verbose >= 2)
+        if (rma_env.verbose >= 2) {
+            char lone[96] = "";
+            if (nm->way.small != 0)
+                snprintf(lone, sizeof(lone),
+                         ", lone operations of up to %zu bytes through it while that costs less",
+                         nm->way.small);
             fprintf(stderr,
                     "librma: window 0x%x: rank %d reaches rank %d (same node) by cross-memory "
-                    "attach, puts of many pieces of up to %zu bytes through its agent, lone "
-                    "operations of up to %zu bytes %s\n",
-                    (unsigned)win->handle, win->rank, t, nm->hx_piece, nm->way.small,
-                    nm->way.small != 0 ? "through it while that costs less" : "never");
+                    "attach, puts of many pieces of up to %zu bytes through its agent%s\n",
+                    (unsigned)win->handle, win->rank, t, nm->hx_piece, lone);
+        }
     }
 }
 
