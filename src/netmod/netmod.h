@@ -58,7 +58,8 @@ typedef struct rma_nm_way {
     _Atomic int flushing;    /* a flush runs: the requests it sends are timed (those sent
                                  earlier were not waited for at once) */
     atomic_flag busy;        /* a round ends (rma_nm_way_settle): the rest is its */
-    uint32_t est[2];         /* moving averages of one's cost, ns (0: not measured) */
+    uint32_t est[2];         /* moving averages of one's cost, ns (0: not measured) ... */
+    uint32_t folds[2];       /* ... over this many rounds (at most 16) */
     uint32_t since, every;   /* rounds since the other way was last looked at, and between
                                  looks */
     int look;                /* rounds left of a look at the other way (0: none) ... */
@@ -206,6 +207,27 @@ static inline void rma_nm_way_note(rma_nm_way_t *w, int way, uint64_t ns)
 {
     atomic_fetch_add_explicit(&w->sum[way], ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&w->cnt[way], 1, memory_order_relaxed);
+}
+
+/* An accumulate by cross-memory attach counts as one cross-memory call of what its whole
+ * read-modify-write took (stripes, read, write), as its request would be one: between
+ * begin (returns 0 when t's way is not chosen) and end, its calls are not counted. */
+extern _Thread_local int rma_nm_way_in_op;
+
+static inline uint64_t rma_nm_way_op_begin(const rma_nm_tgt_t *t, size_t bytes)
+{
+    if (t->way.small == 0 || bytes > t->way.small)
+        return 0;
+    rma_nm_way_in_op = 1;
+    return rma_nm_now_ns();
+}
+
+static inline void rma_nm_way_op_end(rma_nm_tgt_t *t, uint64_t t0)
+{
+    if (t0 == 0)
+        return;
+    rma_nm_way_in_op = 0;
+    rma_nm_way_note(&t->way, RMA_NM_WAY_CMA, rma_nm_now_ns() - t0);
 }
 
 /* A transport calls this before it sends anything to t. 0 or -errno. */

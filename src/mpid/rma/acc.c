@@ -1115,6 +1115,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     acc_op_t *a, abuf;
     char *opk = NULL, *rpk = NULL;
     size_t bytes;
+    uint64_t way_t0 = 0; /* a same-node target's way is timed (netmod.h rma_nm_way_t) */
 
     if (trank == MPI_PROC_NULL)
         return MPI_SUCCESS;
@@ -1283,6 +1284,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         goto done;
     if ((rc = rma_tspan_gate(win, trank, &a->span)) != 0)
         goto done;
+    way_t0 = rma_nm_way_op_begin(&win->targets[trank].nm, (size_t)tbytes);
     if (acc_single_atomic(a, ttype)) {
         rma_acc_stripe_wait(win, trank, a->key0);
     } else if ((rc = stripe_hold(a, &set)) != 0) {
@@ -1322,6 +1324,8 @@ done:
                      win->targets[trank].local ? "cross-memory" : "UCX", trank, a->span.pid,
                      strerror(-rc), rma_err_cma_hint(-rc, win->targets[trank].local));
 out:
+    if (way_t0 != 0)
+        rma_nm_way_op_end(&win->targets[trank].nm, way_t0);
     rma_tspan_done(&a->span);
     free(a->scratch);
     free(opk);

@@ -103,7 +103,9 @@ static int nm_shm_xfer(int pid, const struct iovec *local, int nlocal, const str
 static int xfer_now(rma_nm_tgt_t *t, const struct iovec *local, const struct iovec *remote, int n,
                     int write)
 {
-    uint64_t t0 = t->way.small != 0 && iov_total(local, n) <= t->way.small ? rma_nm_now_ns() : 0;
+    uint64_t t0 = t->way.small != 0 && !rma_nm_way_in_op && iov_total(local, n) <= t->way.small
+                      ? rma_nm_now_ns()
+                      : 0;
     int rc;
 
     if (write)
@@ -351,13 +353,14 @@ void rma_nm_shm_release(rma_nm_tgt_t *t)
 /* The way of small operations (netmod.h rma_nm_way_t). Each flush of the target, and each
  * fetch it answered, ends a round. Cross-memory attach comes first: it costs what it costs
  * whatever the target does, where a request may wait milliseconds for a computing target's
- * agent to get a core. A look at the other way lasts WAY_LOOK rounds, the first not counted
- * (it wakes the agent, or finds it asleep), and ends early once that way costs four times
- * the other. Looks come every WAY_EVERY rounds; each that confirms the way taken puts the
- * next twice as far, and at least so far that looking takes 1/WAY_SHARE of the time the
- * rounds between take, up to WAY_EVERY_MAX rounds. A way is left for the other once it costs
- * a quarter more. */
-#define WAY_LOOK      4
+ * agent to get a core. A look at the other way lasts WAY_LOOK rounds, the first WAY_WARM
+ * not counted (they wake the agent, or find it asleep, and its first requests of a window
+ * cost more), and ends early once that way costs four times the other. Looks come every
+ * WAY_EVERY rounds; each that confirms the way taken puts the next twice as far, and at
+ * least so far that looking takes 1/WAY_SHARE of the time the rounds between take, up to
+ * WAY_EVERY_MAX rounds. A way is left for the other once it costs a quarter more. */
+#define WAY_LOOK      8
+#define WAY_WARM      2
 #define WAY_EVERY     16
 #define WAY_SHARE     256
 #define WAY_EVERY_MAX (1u << 16)
@@ -387,17 +390,26 @@ static int way_worse(const rma_nm_way_t *w, int a, int b)
 }
 
 /* Folds what each way cost since the last round into its average (but the way a look
- * just took, in its first round). */
+ * just took, in its first WAY_WARM rounds): the mean of the rounds measured, then from the
+ * 16th on with weight 1/16, a round's mean cut at 16 times the average. A call preempted
+ * or a request that met the agent asleep once moves it little, while a target whose agent
+ * has no core (40 us-4 ms a request) turns it in a round or two. */
 static void way_fold(rma_nm_way_t *w, int cur)
 {
     for (int k = 0; k < 2; k++) {
         uint32_t n = atomic_exchange_explicit(&w->cnt[k], 0, memory_order_relaxed);
         uint64_t sum = atomic_exchange_explicit(&w->sum[k], 0, memory_order_relaxed);
-        uint64_t mean = n > 0 ? sum / n : 0;
-        if (n == 0 || (w->look == WAY_LOOK && k == cur))
+        uint64_t mean = n > 0 ? sum / n : 0, est = w->est[k];
+        if (n == 0 || (w->look > WAY_LOOK - WAY_WARM && k == cur))
             continue;
+        if (est != 0 && mean > est * 16)
+            mean = est * 16;
         mean = mean > UINT32_MAX ? UINT32_MAX : mean == 0 ? 1 : mean;
-        w->est[k] = w->est[k] == 0 ? (uint32_t)mean : (uint32_t)((w->est[k] * 3 + mean) / 4);
+        if (est == 0)
+            w->folds[k] = 0; /* measured afresh: the mean of the rounds until there are 16 */
+        if (w->folds[k] < 16)
+            w->folds[k]++;
+        w->est[k] = (uint32_t)((est * (w->folds[k] - 1) + mean) / w->folds[k]);
     }
 }
 
@@ -418,7 +430,7 @@ void rma_nm_way_settle(rma_nm_tgt_t *t)
     }
     way_fold(w, cur);
     if (w->look > 0) { /* looking at cur: kept only if the other costs a quarter more */
-        if (w->look < WAY_LOOK && w->est[cur] / 4 > w->est[other])
+        if (w->look <= WAY_LOOK - WAY_WARM && w->est[cur] / 4 > w->est[other])
             w->look = 1; /* far the dearer already */
         if (--w->look == 0) {
             if (w->est[other] != 0 && !way_worse(w, other, cur)) {
@@ -441,6 +453,8 @@ void rma_nm_way_settle(rma_nm_tgt_t *t)
     }
     atomic_flag_clear_explicit(&w->busy, memory_order_release);
 }
+
+_Thread_local int rma_nm_way_in_op;
 
 static const rma_netmod_ops_t *msg_ops; /* the transport's table (one transport) */
 static rma_netmod_ops_t with_ops;
