@@ -43,25 +43,25 @@ typedef struct rma_shm_held rma_shm_held_t;
 /* shm with messages (rma_nm_shm_with): the way a lone small operation to the target goes.
  * By cross-memory attach, one system call (~2.5 us here) that needs nothing of the target;
  * or as a request to the target's agent, in UCX's messages: ~1 us while the agent has a
- * core, and 10-50 us or more when it must take one from a computing rank. Each round (a
- * flush, a fetch) weighs what the two cost lately, measured on this target's own calls and
- * requests, and keeps the cheaper; it looks at the other way now and then, less often while
- * the look confirms the choice (nm_shm.c). */
+ * core, tens of microseconds to milliseconds when it must take one from a computing rank.
+ * Each round (a flush, a fetch) weighs what the two cost lately, measured on this target's
+ * own calls and requests, and keeps the cheaper; it looks at the other way now and then,
+ * less often while the looks confirm the choice (nm_shm.c). */
 enum { RMA_NM_WAY_CMA, RMA_NM_WAY_MSG };
 typedef struct rma_nm_way {
     size_t small;            /* pieces of at most this many bytes may go by request (0:
-                                 never; then nothing here is used) */
+                                never; then nothing here is used) */
     _Atomic int msg;         /* 1: they go by request now */
     _Atomic uint64_t sum[2]; /* ns spent in cross-memory calls and requests of at most
-                                 `small` bytes since the last flush ... */
+                                `small` bytes since the last round ... */
     _Atomic uint32_t cnt[2]; /* ... and how many */
     _Atomic int flushing;    /* a flush runs: the requests it sends are timed (those sent
-                                 earlier were not waited for at once) */
+                                earlier were not waited for at once) */
     atomic_flag busy;        /* a round ends (rma_nm_way_settle): the rest is its */
     uint32_t est[2];         /* moving averages of one's cost, ns (0: not measured) ... */
     uint32_t folds[2];       /* ... over this many rounds (at most 16) */
     uint32_t since, every;   /* rounds since the other way was last looked at, and between
-                                 looks */
+                                looks */
     int look;                /* rounds left of a look at the other way (0: none) ... */
     uint64_t look_t0;        /* ... and when it began */
 } rma_nm_way_t;
@@ -211,7 +211,8 @@ static inline void rma_nm_way_note(rma_nm_way_t *w, int way, uint64_t ns)
 
 /* An accumulate by cross-memory attach counts as one cross-memory call of what its whole
  * read-modify-write took (stripes, read, write), as its request would be one: between
- * begin (returns 0 when t's way is not chosen) and end, its calls are not counted. */
+ * begin (0 when t has no way to choose, or the accumulate is larger) and end, the calls of
+ * this thread are not counted one by one. */
 extern _Thread_local int rma_nm_way_in_op;
 
 static inline uint64_t rma_nm_way_op_begin(const rma_nm_tgt_t *t, size_t bytes)
