@@ -224,11 +224,14 @@ static void ucx_set_drain(int (*fn)(rma_nm_tgt_t *t))
 }
 
 /* Waits for a request of the origin worker, or with ww (ww_mtx) of the watch worker, which
- * it then drives too under that lock; frees it. 0 or -errno. */
-static int wait_req_in(ucs_status_ptr_t req, pthread_mutex_t *ww)
+ * it then drives too under that lock, until the time deadline (rma_nm_now_ns); frees it.
+ * 0 or -errno; -ETIMEDOUT when it was still under way at the deadline (UCX frees it when
+ * it ends). */
+static int wait_req_until(ucs_status_ptr_t req, pthread_mutex_t *ww, uint64_t deadline)
 {
     rma_backoff_t bo = RMA_BACKOFF_INIT;
     ucs_status_t st;
+    int late;
 
     if (req == NULL)
         return 0;
@@ -240,14 +243,22 @@ static int wait_req_in(ucs_status_ptr_t req, pthread_mutex_t *ww)
             ucp_worker_progress(ux.ww);
         }
         st = ucp_request_check_status(req);
-        if (st != UCS_INPROGRESS)
+        late = st == UCS_INPROGRESS && deadline != UINT64_MAX && rma_nm_now_ns() > deadline;
+        if (st != UCS_INPROGRESS || late)
             ucp_request_free(req);
         if (ww != NULL)
             pthread_mutex_unlock(ww);
+        if (late)
+            return -ETIMEDOUT;
         if (st != UCS_INPROGRESS)
             return status_errno(st);
         rma_backoff_after(&bo, ucx_progress());
     }
+}
+
+static int wait_req_in(ucs_status_ptr_t req, pthread_mutex_t *ww)
+{
+    return wait_req_until(req, ww, UINT64_MAX);
 }
 
 static int wait_req(ucs_status_ptr_t req)
@@ -1277,11 +1288,26 @@ static ucs_status_ptr_t ww_ep_op(ucp_ep_h ep, int close)
  * a debug assertion removed upstream in openucx/ucx#8175). A flush of every endpoint
  * completes only once its connection is, so the replies are all sent before anyone
  * closes; every peer's target and watch workers are served meanwhile (agent, or its own
- * waits). */
+ * waits). A connection that UCX could not set up (a process out of descriptors when it
+ * tried: test/mpi/many_fds) never completes: after WIREUP_WAIT_NS it is closed as it is,
+ * so that MPI_Finalize does not wait for ever. */
+#define WIREUP_WAIT_NS (3 * 1000000000ull)
+
+/* finish_wireup's wait for request r of endpoint k (2w: peer w's, 2w + 1: its watch). */
+static void wireup_wait(ucs_status_ptr_t r, int k, uint64_t deadline)
+{
+    if (wait_req_until(r, k % 2 ? &ux.ww_mtx : NULL, deadline) == -ETIMEDOUT && rma_env.verbose)
+        fprintf(stderr,
+                "librma: MPI_Finalize: the connection to rank %d (MPI_COMM_WORLD) was never "
+                "set up; closed as it is\n",
+                k / 2);
+}
+
 static void finish_wireup(void)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
     ucs_status_ptr_t *reqs = calloc(2 * (size_t)ux.npeers, sizeof(*reqs));
+    uint64_t deadline = rma_nm_now_ns() + WIREUP_WAIT_NS;
 
     /* k = 2w: w's endpoint; 2w + 1: its watch endpoint (the watch worker, under ww_mtx) */
     for (int k = 0; k < 2 * ux.npeers; k++) {
@@ -1293,10 +1319,10 @@ static void finish_wireup(void)
         if (reqs != NULL)
             reqs[k] = r;
         else
-            wait_req_in(r, k % 2 ? &ux.ww_mtx : NULL);
+            wireup_wait(r, k, deadline);
     }
     for (int k = 0; reqs != NULL && k < 2 * ux.npeers; k++)
-        wait_req_in(reqs[k], k % 2 ? &ux.ww_mtx : NULL);
+        wireup_wait(reqs[k], k, deadline);
     free(reqs);
 }
 
