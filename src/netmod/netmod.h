@@ -24,7 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/uio.h>
-#include <time.h>
+
+#include "sync/wait.h"
 
 struct rma_netmod_ops;
 struct rma_hx_agg;
@@ -193,15 +194,6 @@ static inline size_t rma_nm_hx_piece(const rma_nm_tgt_t *t, int write)
     return write ? t->hx_piece : t->hx_get_piece;
 }
 
-/* The time, for rma_nm_way_note. */
-static inline uint64_t rma_nm_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* One cross-memory call or request (way: RMA_NM_WAY_*) to w's target took ns. */
 static inline void rma_nm_way_note(rma_nm_way_t *w, int way, uint64_t ns)
 {
@@ -220,7 +212,7 @@ static inline uint64_t rma_nm_way_op_begin(const rma_nm_tgt_t *t, size_t bytes)
     if (t->way.small == 0 || bytes > t->way.small)
         return 0;
     rma_nm_way_in_op = 1;
-    return rma_nm_now_ns();
+    return rma_now_ns();
 }
 
 static inline void rma_nm_way_op_end(rma_nm_tgt_t *t, uint64_t t0)
@@ -228,7 +220,7 @@ static inline void rma_nm_way_op_end(rma_nm_tgt_t *t, uint64_t t0)
     if (t0 == 0)
         return;
     rma_nm_way_in_op = 0;
-    rma_nm_way_note(&t->way, RMA_NM_WAY_CMA, rma_nm_now_ns() - t0);
+    rma_nm_way_note(&t->way, RMA_NM_WAY_CMA, rma_now_ns() - t0);
 }
 
 /* A transport calls this before it sends anything to t. 0 or -errno. */

@@ -7,6 +7,7 @@
 #define RMA_WAIT_H
 
 #include <sched.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "mpid/rma/env.h"
@@ -20,6 +21,15 @@ static inline void rma_cpu_relax(void)
 #else
     __asm__ __volatile__("" ::: "memory");
 #endif
+}
+
+/* The monotonic clock in nanoseconds: deadlines, and what a wait or a transfer took. */
+static inline uint64_t rma_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Peer failure (peer_fail.c). The transport registers a watch function (NULL removes it)

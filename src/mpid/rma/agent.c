@@ -210,13 +210,6 @@ static int (*net_progress)(void);
 static int (*net_arm)(void);
 static int net_fd = -1;
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Empties the doorbell: 1 when it had rung. */
 static int doorbell_drain(void)
 {
@@ -261,12 +254,12 @@ static int jobs_watch(unsigned *subs, uint64_t *last, uint64_t spin)
 
     if (s != *subs) {
         *subs = s;
-        *last = now_ns();
-    } else if (*last != 0 && now_ns() - *last < spin) {
-        uint64_t until = now_ns() + AGENT_JOB_WATCH_NS;
+        *last = rma_now_ns();
+    } else if (*last != 0 && rma_now_ns() - *last < spin) {
+        uint64_t until = rma_now_ns() + AGENT_JOB_WATCH_NS;
         for (int k = 1; atomic_load_explicit(&jobs.queued, memory_order_acquire) == 0; k++) {
             rma_cpu_relax();
-            if (k % 64 == 0 && now_ns() > until)
+            if (k % 64 == 0 && rma_now_ns() > until)
                 break;
         }
     }
@@ -302,32 +295,32 @@ static void stand_aside(long *nap)
  * requests from paying a wake-up (~60 us) each. */
 static void drive_network(void)
 {
-    uint64_t last = now_ns(), spin = (uint64_t)rma_env.agent_spin_us * 1000u, last_job = 0;
+    uint64_t last = rma_now_ns(), spin = (uint64_t)rma_env.agent_spin_us * 1000u, last_job = 0;
     unsigned subs = 0;
     long nap = AGENT_ASIDE_MIN_NS;
 
     while (!atomic_load_explicit(&agent_stopping, memory_order_acquire)) {
         int n = net_progress();
         if (jobs_watch(&subs, &last_job, spin)) {
-            last = now_ns();
+            last = rma_now_ns();
             continue;
         }
         if (n > 0) {
-            last = now_ns();
+            last = rma_now_ns();
             continue;
         }
         serve_kicks();
-        if (n < 0 && now_ns() - last_job < spin) {
+        if (n < 0 && rma_now_ns() - last_job < spin) {
             sched_yield(); /* the ranks drive the network, the jobs are still the agent's */
             continue;
         }
         if (n < 0) {
             stand_aside(&nap);
-            last = now_ns();
+            last = rma_now_ns();
             continue;
         }
         nap = AGENT_ASIDE_MIN_NS;
-        if (rma_env.agent == RMA_AGENT_POLL || now_ns() - last < spin) {
+        if (rma_env.agent == RMA_AGENT_POLL || rma_now_ns() - last < spin) {
             sched_yield();
             continue;
         }

@@ -54,7 +54,7 @@ static void hx_time(rma_nm_tgt_t *nm, hx_wait_t *w, uint64_t n, int wait)
     if (nm->way.small != 0 && n <= nm->way.small &&
         (wait || atomic_load_explicit(&nm->way.flushing, memory_order_relaxed))) {
         w->way = &nm->way;
-        w->sent = rma_nm_now_ns();
+        w->sent = rma_now_ns();
     }
 }
 
@@ -856,7 +856,7 @@ static void hx_answered(void *arg, int status)
     hx_wait_t *w = arg;
 
     if (w->way != NULL)
-        rma_nm_way_note(w->way, RMA_NM_WAY_MSG, rma_nm_now_ns() - w->sent);
+        rma_nm_way_note(w->way, RMA_NM_WAY_MSG, rma_now_ns() - w->sent);
     if (status != 0)
         atomic_store_explicit(w->err, status, memory_order_relaxed);
     hx_wait_end(w);

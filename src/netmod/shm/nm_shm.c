@@ -104,7 +104,7 @@ static int xfer_now(rma_nm_tgt_t *t, const struct iovec *local, const struct iov
                     int write)
 {
     uint64_t t0 = t->way.small != 0 && !rma_nm_way_in_op && iov_total(local, n) <= t->way.small
-                      ? rma_nm_now_ns()
+                      ? rma_now_ns()
                       : 0;
     int rc;
 
@@ -115,7 +115,7 @@ static int xfer_now(rma_nm_tgt_t *t, const struct iovec *local, const struct iov
     if (write)
         rma_nm_write_end(t);
     if (t0 != 0)
-        rma_nm_way_note(&t->way, RMA_NM_WAY_CMA, rma_nm_now_ns() - t0);
+        rma_nm_way_note(&t->way, RMA_NM_WAY_CMA, rma_now_ns() - t0);
     return rc;
 }
 
@@ -435,7 +435,7 @@ void rma_nm_way_settle(rma_nm_tgt_t *t)
         if (--w->look == 0) {
             if (w->est[other] != 0 && !way_worse(w, other, cur)) {
                 atomic_store_explicit(&w->msg, other, memory_order_relaxed);
-                w->every = way_every(w, other, rma_nm_now_ns() - w->look_t0);
+                w->every = way_every(w, other, rma_now_ns() - w->look_t0);
             } else {
                 w->every = WAY_EVERY;
             }
@@ -449,7 +449,7 @@ void rma_nm_way_settle(rma_nm_tgt_t *t)
         atomic_store_explicit(&w->msg, other, memory_order_relaxed);
         w->est[other] = 0; /* measured afresh */
         w->look = WAY_LOOK;
-        w->look_t0 = rma_nm_now_ns();
+        w->look_t0 = rma_now_ns();
     }
     atomic_flag_clear_explicit(&w->busy, memory_order_release);
 }

@@ -224,7 +224,7 @@ static void ucx_set_drain(int (*fn)(rma_nm_tgt_t *t))
 }
 
 /* Waits for a request of the origin worker, or with ww (ww_mtx) of the watch worker, which
- * it then drives too under that lock, until the time deadline (rma_nm_now_ns); frees it.
+ * it then drives too under that lock, until the time deadline (rma_now_ns); frees it.
  * 0 or -errno; -ETIMEDOUT when it was still under way at the deadline (UCX frees it when
  * it ends). */
 static int wait_req_until(ucs_status_ptr_t req, pthread_mutex_t *ww, uint64_t deadline)
@@ -243,7 +243,7 @@ static int wait_req_until(ucs_status_ptr_t req, pthread_mutex_t *ww, uint64_t de
             ucp_worker_progress(ux.ww);
         }
         st = ucp_request_check_status(req);
-        late = st == UCS_INPROGRESS && deadline != UINT64_MAX && rma_nm_now_ns() > deadline;
+        late = st == UCS_INPROGRESS && deadline != UINT64_MAX && rma_now_ns() > deadline;
         if (st != UCS_INPROGRESS || late)
             ucp_request_free(req);
         if (ww != NULL)
@@ -305,14 +305,12 @@ static int agent_progress(void)
     static unsigned seen; /* the agent's thread only */
     static uint64_t seen_ns;
     unsigned polls = atomic_load_explicit(&ux.rank_polls, memory_order_relaxed);
-    struct timespec ts;
     uint64_t now, need;
     int n, left;
 
     if ((n = tw_try(&left)) < 0)
         return -1;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    now = rma_now_ns();
     need = 1 + (now - seen_ns) / RANK_POLL_NS;
     n = n > 0 ? 1 : polls - seen >= need ? -1 : 0;
     seen = polls;
@@ -1307,7 +1305,7 @@ static void finish_wireup(void)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
     ucs_status_ptr_t *reqs = calloc(2 * (size_t)ux.npeers, sizeof(*reqs));
-    uint64_t deadline = rma_nm_now_ns() + WIREUP_WAIT_NS;
+    uint64_t deadline = rma_now_ns() + WIREUP_WAIT_NS;
 
     /* k = 2w: w's endpoint; 2w + 1: its watch endpoint (the watch worker, under ww_mtx) */
     for (int k = 0; k < 2 * ux.npeers; k++) {
