@@ -74,11 +74,11 @@ _Atomic int rma_nm_holders;
 static pthread_mutex_t hold_mtx = PTHREAD_MUTEX_INITIALIZER;
 static rma_nm_tgt_t *hold_head;
 
-int rma_nm_hold_begin(rma_nm_tgt_t *t)
+int rma_nm_hold_begin(rma_nm_tgt_t *t, unsigned who)
 {
-    if (t->holding)
+    if (atomic_load_explicit(&t->holding, memory_order_relaxed) & who ||
+        atomic_fetch_or_explicit(&t->holding, who, memory_order_relaxed) & who)
         return 0;
-    t->holding = 1;
     atomic_fetch_add_explicit(&rma_nm_holders, 1, memory_order_relaxed);
     return 1;
 }
@@ -96,12 +96,11 @@ void rma_nm_hold_list(rma_nm_tgt_t *t)
     pthread_mutex_unlock(&hold_mtx);
 }
 
-void rma_nm_hold_end(rma_nm_tgt_t *t)
+void rma_nm_hold_end(rma_nm_tgt_t *t, unsigned who)
 {
-    if (t->holding) {
-        t->holding = 0;
+    if (atomic_load_explicit(&t->holding, memory_order_relaxed) & who &&
+        atomic_fetch_and_explicit(&t->holding, ~who, memory_order_relaxed) & who)
         atomic_fetch_sub_explicit(&rma_nm_holders, 1, memory_order_relaxed);
-    }
 }
 
 void rma_nm_hold_drop(rma_nm_tgt_t *t)
@@ -113,7 +112,8 @@ void rma_nm_hold_drop(rma_nm_tgt_t *t)
             atomic_store_explicit(&t->hold_listed, 0, memory_order_relaxed);
             break;
         }
-    rma_nm_hold_end(t);
+    rma_nm_hold_end(t, RMA_NM_HOLD_AGG);
+    rma_nm_hold_end(t, RMA_NM_HOLD_SHM);
     pthread_mutex_unlock(&hold_mtx);
 }
 

@@ -151,8 +151,8 @@ typedef struct rma_nm_tgt {
                                          (rma_nm_write_begin) */
     _Atomic unsigned cma_calls;       /* shm: process_vm_readv/writev calls made */
     const void *owner;                /* the window this is a target of */
-    int holding;                      /* the transport holds operations back for the target
-                                         (rma_nm_hold_begin) ... */
+    _Atomic unsigned holding;         /* who holds operations back for the target
+                                         (RMA_NM_HOLD_*, rma_nm_hold_begin) ... */
     _Atomic int hold_listed;          /* ... listed among the holders (written under the
                                          list's lock) */
     struct rma_nm_tgt *hold_next;     /* ... the next one listed */
@@ -264,14 +264,17 @@ static inline int rma_nm_pending(rma_nm_tgt_t *t)
  * holds (rma_nm_release_held); where the transport keeps issue order (tcp) it then takes
  * effect before whatever the call sends to the same process.
  *
- * A transport counts a target as holding under its own lock of the target
- * (rma_nm_hold_begin, rma_nm_hold_end) and lists it after releasing that lock
- * (rma_nm_hold_list, when begin returned 1): the list's lock is taken before a target's,
- * never after. rma_nm_hold_drop unlists a target whose window is being freed. */
+ * Each holder (aggregation, the held cross-memory transfers: a same-node target whose
+ * small operations go to its agent has both, each under its own lock) counts the target
+ * as held by it (rma_nm_hold_begin, rma_nm_hold_end, with its RMA_NM_HOLD_* bit) under its
+ * lock of the target, and lists it after releasing that lock (rma_nm_hold_list, when
+ * begin returned 1): the list's lock is taken before a target's, never after.
+ * rma_nm_hold_drop unlists a target whose window is being freed. */
+enum { RMA_NM_HOLD_AGG = 1, RMA_NM_HOLD_SHM = 2 };
 extern _Atomic int rma_nm_holders;
-int rma_nm_hold_begin(rma_nm_tgt_t *t);
+int rma_nm_hold_begin(rma_nm_tgt_t *t, unsigned who);
 void rma_nm_hold_list(rma_nm_tgt_t *t);
-void rma_nm_hold_end(rma_nm_tgt_t *t);
+void rma_nm_hold_end(rma_nm_tgt_t *t, unsigned who);
 void rma_nm_hold_drop(rma_nm_tgt_t *t);
 void rma_nm_release_held_slow(const void *keep);
 

@@ -487,7 +487,7 @@ static char *agg_data(rma_hx_agg_t *a)
 static void agg_settle(rma_hx_agg_t *a)
 {
     if (a->nrec == 0 && a->gets.nruns == 0)
-        rma_nm_hold_end(&a->gets.win->targets[a->gets.trank].nm);
+        rma_nm_hold_end(&a->gets.win->targets[a->gets.trank].nm, RMA_NM_HOLD_AGG);
 }
 
 /* Sends the request held in a (the caller holds it) as one acknowledged request; with
@@ -679,7 +679,7 @@ static void agg_piece(rma_hx_agg_t *a, uint64_t ta, const char *buf, size_t n)
 static void agg_held(rma_win_t *win, int trank, rma_hx_agg_t *a)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
-    int first = rma_nm_hold_begin(nm);
+    int first = rma_nm_hold_begin(nm, RMA_NM_HOLD_AGG);
 
     rma_nm_issued(nm);
     rma_win_net_issued(win);

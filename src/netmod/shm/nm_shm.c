@@ -164,7 +164,7 @@ static int held_send(rma_nm_tgt_t *t, shm_held_t *h)
 
     h->n = 0;
     h->used = 0;
-    rma_nm_hold_end(t);
+    rma_nm_hold_end(t, RMA_NM_HOLD_SHM);
     return rc;
 }
 
@@ -284,7 +284,7 @@ static int nm_shm_issue(rma_nm_tgt_t *t, const struct iovec *local, const struct
         rma_nm_issued(t);
         if (!write)
             rma_nm_need_local(t); /* the data lands at the flush */
-        first = rma_nm_hold_begin(t);
+        first = rma_nm_hold_begin(t, RMA_NM_HOLD_SHM);
     }
     pthread_mutex_unlock(&h->mtx);
     if (first)
