@@ -430,6 +430,16 @@ typedef struct rma_netmod_ops {
                   int n);
     int (*readv)(rma_nm_tgt_t *t, void *key, const struct iovec *local, const struct iovec *remote,
                  int n);
+    /* The same, moved now and complete at the target on return, waiting for nothing else
+     * issued to it (what is held back stays held): for an accumulate's read-modify-write,
+     * whose caller holds the target's stripes. The target's agent may need those to answer
+     * the requests another thread of this process sent it, so waiting for them, or for a
+     * lock a thread holds while it waits for them, would never end. 0 or -errno. */
+    int (*xfer_sync)(rma_nm_tgt_t *t, void *key, const struct iovec *local,
+                     const struct iovec *remote, int n, int write);
+    /* Every put, get and atomic issued to the target is complete there; requests to its
+     * agent are not waited for (xfer_sync says why). Off-node transports only. 0 or -errno. */
+    int (*complete)(rma_nm_tgt_t *t);
     /* A 4- or 8-byte atomic at raddr: ADD, SWAP, CSWAP (replaces with value when the word
      * equals compare), AND, OR, XOR. With fetched, waits for the old value (not AND, OR,
      * XOR: -EINVAL); without, only issues it (not SWAP, CSWAP). 0 or -errno. Callers fetch

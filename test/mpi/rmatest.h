@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rt_checks, rt_fails, rt_rank = -1;
+static _Atomic int rt_checks, rt_fails; /* threads of a test check too */
+static int rt_rank = -1;
 
 #define CHECK(cond, ...)                                                                      \
     do {                                                                                      \

@@ -1298,10 +1298,8 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         rc = acc_packed(a);
     else
         rc = rma_dtl_walk_pairs(a->td, tcount, a->bd, a->nelem, acc_piece, a);
-    if (rc == 0 && !win->targets[trank].local) { /* network atomics issued, complete them */
-        int frc = rma_ctl_flush(win, trank);
-        rc = frc != 0 ? frc : rc;
-    }
+    if (rc == 0 && !win->targets[trank].local) /* network atomics issued, complete them */
+        rc = win->targets[trank].nm.ops->complete(&win->targets[trank].nm);
 done:
     if (a->held) {
         int urc = stripe_unlock_set(win, trank, &set, &a->seen, RMA_ACC_NLOCKS);

@@ -120,7 +120,8 @@ typedef struct rma_mover {
     rma_win_t *win;
     int trank;
     int write; /* 1: local -> target */
-    int sync;  /* 1: a flush waits until the transport completed every piece at the target */
+    int sync;  /* 1: an accumulate's read-modify-write, under the target's stripes: pieces
+                  go at once (xfer_sync), complete on return, and wait for nothing else */
     const rma_tspan_t *span;
     int niov, max_iov;
     int err;                   /* -errno of a failed transport call */
@@ -136,8 +137,8 @@ typedef struct rma_mover {
  * 0 or -errno (also kept in mv->err). */
 int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len);
 
-/* Sends what is batched: when it returns 0, every piece so far has arrived (same node,
- * or with sync) or has been issued (off-node: done at the next flush of the target). */
+/* Sends what is batched: when it returns 0, every piece so far has arrived (with sync)
+ * or has been issued (done at the target's next flush). */
 int rma_mover_flush(rma_mover_t *mv);
 
 /* Raises the error for rma_dtl_get's failure `rc` on the `side` ("origin", "target",

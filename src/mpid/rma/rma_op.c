@@ -26,13 +26,16 @@ int rma_mover_flush(rma_mover_t *mv)
 
     if (mv->niov == 0)
         return 0;
-    /* off node RDMA, same node CMA (small pieces held): complete at the target's next flush */
-    rc = mv->write ? nm->ops->writev(nm, mv->key, mv->liov, mv->riov, mv->niov)
-                   : nm->ops->readv(nm, mv->key, mv->liov, mv->riov, mv->niov);
+    /* off node RDMA, same node CMA (small pieces held): complete at the target's next
+     * flush; with sync, on return */
+    if (mv->sync)
+        rc = nm->ops->xfer_sync(nm, mv->key, mv->liov, mv->riov, mv->niov, mv->write);
+    else if (mv->write)
+        rc = nm->ops->writev(nm, mv->key, mv->liov, mv->riov, mv->niov);
+    else
+        rc = nm->ops->readv(nm, mv->key, mv->liov, mv->riov, mv->niov);
     if (!tg->local || rma_nm_pending(nm))
         rma_win_net_issued(mv->win); /* pieces may be issued even when a later one failed */
-    if (rc == 0 && mv->sync)
-        rc = nm->ops->flush(nm);
     mv->niov = 0;
     if (rc != 0)
         mv->err = rc;
@@ -40,10 +43,10 @@ int rma_mover_flush(rma_mover_t *mv)
 }
 
 /* A large contiguous piece off node: a rendezvous request to the target's agent (hx.h),
- * which moves it with one copy between window memory and buf. */
+ * which moves it with one copy between window memory and buf (not with sync: the agent's
+ * answer could queue behind the caller's stripes). */
 static int mover_rndv(rma_mover_t *mv, uintptr_t ta, char *buf, size_t n)
 {
-    rma_nm_tgt_t *nm = &mv->win->targets[mv->trank].nm;
     int rc = 0;
 
     for (size_t off = 0, k; rc == 0 && off < n; off += k) {
@@ -51,8 +54,6 @@ static int mover_rndv(rma_mover_t *mv, uintptr_t ta, char *buf, size_t n)
         rc = rma_hx_rndv(mv->win, mv->trank, ta + off, buf + off, k, mv->write);
     }
     rma_win_net_issued(mv->win);
-    if (rc == 0 && mv->sync)
-        rc = nm->ops->flush(nm);
     if (rc != 0)
         mv->err = rc;
     return rc;
@@ -60,11 +61,14 @@ static int mover_rndv(rma_mover_t *mv, uintptr_t ta, char *buf, size_t n)
 
 /* A piece that goes now, not through the target's agent (which checks as it sends them):
  * it waits for what it could overtake (hx.h, one origin's order; nothing is recorded for a
- * same-node target unless its puts go to its agent too, rma_nm_shm_with). */
+ * same-node target unless its puts go to its agent too, rma_nm_shm_with). Not with sync:
+ * the accumulate completed what it sent before it took the stripes (acc.c), and what is
+ * recorded since is other threads', which its stripes may keep from completing. */
 static int mover_order(rma_mover_t *mv, uintptr_t ta, size_t n)
 {
-    int rc = rma_hx_order(mv->win, mv->trank, ta, ta + n,
-                          mv->write ? RMA_HX_ORD_PUT : RMA_HX_ORD_GET, 0);
+    int rc = mv->sync ? 0
+                      : rma_hx_order(mv->win, mv->trank, ta, ta + n,
+                                     mv->write ? RMA_HX_ORD_PUT : RMA_HX_ORD_GET, 0);
 
     return rc == 0 ? 0 : (mv->err = rc);
 }
@@ -83,8 +87,8 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
                    n <= rma_nm_hx_piece(&mv->win->targets[mv->trank].nm, mv->write)) {
             if (rma_hx_add(mv->hx, ta, buf, n) != 0)
                 return mv->err = -ENOMEM;
-        } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->win->targets[mv->trank].local &&
-                   !mv->win->targets[mv->trank].nm.dev_rma) {
+        } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->sync &&
+                   !mv->win->targets[mv->trank].local && !mv->win->targets[mv->trank].nm.dev_rma) {
             if (mover_rndv(mv, ta, buf, n) != 0)
                 return mv->err;
         } else {

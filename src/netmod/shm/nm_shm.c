@@ -26,8 +26,9 @@
 #define HELD_SPAN  1024  /* held gets within this many target bytes are read as one span */
 
 struct rma_shm_held {
-    pthread_mutex_t mtx;
-    int n, write; /* pieces held, and their direction */
+    pthread_mutex_t mtx; /* never held while waiting for anything but a cross-memory call */
+    int n, write;        /* pieces held, and their direction */
+    int flushing;        /* with messages: flushes of the transport under way (with_around) */
     size_t used;  /* bytes of put data in buf */
     struct iovec l[HELD_MAX], r[HELD_MAX];
     char buf[HELD_MAX * HELD_SPAN]; /* put data, or the spans of gets */
@@ -178,6 +179,7 @@ static shm_held_t *held_of(rma_nm_tgt_t *t)
     pthread_mutex_init(&h->mtx, NULL);
     h->n = 0;
     h->used = 0;
+    h->flushing = 0;
     if (!atomic_compare_exchange_strong_explicit(&t->held, &none, h, memory_order_acq_rel,
                                                  memory_order_acquire)) {
         pthread_mutex_destroy(&h->mtx);
@@ -273,6 +275,12 @@ static int nm_shm_issue(rma_nm_tgt_t *t, const struct iovec *local, const struct
     if (h == NULL) /* at once, after what is held */
         return (rc = held_send_now(t)) != 0 ? rc : xfer_now(t, local, remote, n, write);
     pthread_mutex_lock(&h->mtx);
+    if (h->flushing > 0) { /* held now, it would be counted flushed by it (with_around) */
+        rc = held_send(t, h);
+        rc = rc != 0 ? rc : xfer_now(t, local, remote, n, write);
+        pthread_mutex_unlock(&h->mtx);
+        return rc;
+    }
     if (h->n > 0 && (h->write != write || h->n + n > HELD_MAX ||
                      h->used + iov_total(local, n) > sizeof(h->buf)))
         rc = held_send(t, h);
@@ -304,6 +312,17 @@ static int nm_shm_readv(rma_nm_tgt_t *t, void *key, const struct iovec *local,
 {
     (void)key;
     return nm_shm_issue(t, local, remote, n, 0);
+}
+
+/* After what is held (one origin's order to overlapping bytes: test/mpi/origin_order),
+ * which h's lock, never held while waiting for the target's agent, lets it send. */
+static int nm_shm_xfer_sync(rma_nm_tgt_t *t, void *key, const struct iovec *local,
+                            const struct iovec *remote, int n, int write)
+{
+    int rc = held_send_now(t);
+
+    (void)key;
+    return rc != 0 ? rc : xfer_now(t, local, remote, n, write);
 }
 
 /* Requests (MPI_Rget): the flush is done at once. */
@@ -463,9 +482,10 @@ static pthread_once_t with_once = PTHREAD_ONCE_INIT;
 /* Sends what is held, then runs the transport's flush (or push), which counts as flushed
  * everything issued when it began (rma_nm_flushed). Another thread's piece held after ours
  * were sent would be counted and stay held: its get's request would complete with the data
- * never read. So the held lock stays taken until the transport's flush returns (a piece is
- * held and counted issued under it): what it counts was sent first, and what others issue
- * meanwhile waits and is not counted. */
+ * never read. So while the transport's flush runs (h->flushing), what others issue is not
+ * held but sent at once, complete on return. The lock is not held meanwhile: an
+ * accumulate holding the target's stripes sends what is held before its own transfers
+ * (xfer_sync), and the target's agent may need those stripes to answer this flush. */
 static int with_around(rma_nm_tgt_t *t, int (*flush)(rma_nm_tgt_t *t))
 {
     shm_held_t *h = held_of(t);
@@ -475,13 +495,17 @@ static int with_around(rma_nm_tgt_t *t, int (*flush)(rma_nm_tgt_t *t))
         return flush(t);
     pthread_mutex_lock(&h->mtx);
     rc = held_send(t, h);
-    atomic_store_explicit(&t->way.flushing, 1, memory_order_relaxed);
+    h->flushing++;
+    pthread_mutex_unlock(&h->mtx);
+    atomic_fetch_add_explicit(&t->way.flushing, 1, memory_order_relaxed);
     if (rc == 0)
         rc = flush(t);
-    atomic_store_explicit(&t->way.flushing, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&t->way.flushing, 1, memory_order_relaxed);
+    pthread_mutex_lock(&h->mtx);
+    h->flushing--;
+    pthread_mutex_unlock(&h->mtx);
     if (rc == 0)
         rma_nm_way_settle(t);
-    pthread_mutex_unlock(&h->mtx);
     return rc;
 }
 
@@ -518,6 +542,7 @@ static void with_init(void)
     with_ops.name = "shm+messages";
     with_ops.writev = nm_shm_writev;
     with_ops.readv = nm_shm_readv;
+    with_ops.xfer_sync = nm_shm_xfer_sync;
     with_ops.flush = with_flush;
     with_ops.push = with_push;
     with_ops.release = with_release;
@@ -536,6 +561,7 @@ const rma_netmod_ops_t rma_nm_shm_ops = {
     .name = "shm",
     .writev = nm_shm_writev,
     .readv = nm_shm_readv,
+    .xfer_sync = nm_shm_xfer_sync,
     .flush = nm_shm_flush,
     .push = nm_shm_flush,
     .release = nm_shm_flush,

@@ -1109,15 +1109,13 @@ static int drain_held(rma_nm_tgt_t *t)
     return t->agg != NULL && ux.drain != NULL ? ux.drain(t) : 0;
 }
 
-static int ucx_flush_start(rma_nm_tgt_t *t, void **req)
+/* Begins a flush of t's endpoint: *req to test, or NULL when it is complete already. */
+static int ep_flush_start(rma_nm_tgt_t *t, void **req)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
-    int rc = drain_held(t);
     ucs_status_ptr_t r;
 
     *req = NULL;
-    if (rc != 0)
-        return rc;
     atomic_store_explicit(&t->ep_queued, 0, memory_order_relaxed); /* the flush covers it */
     r = ucp_ep_flush_nbx(t->ep, &p);
     if (UCS_PTR_IS_ERR(r))
@@ -1128,24 +1126,69 @@ static int ucx_flush_start(rma_nm_tgt_t *t, void **req)
     return 0;
 }
 
-static int ucx_flush_test(rma_nm_tgt_t *t, void **req)
+/* 1 + moved (the worker moved something) while the endpoint's flush in *req runs, then 0
+ * or -errno (*req released). */
+static int ep_flush_test(rma_nm_tgt_t *t, void **req, int moved)
 {
-    int moved = ucx_progress();
     ucs_status_t st;
 
-    if (*req != NULL) {
-        if ((st = ucp_request_check_status(*req)) == UCS_INPROGRESS)
-            return 1 + moved;
-        ucp_request_free(*req);
-        *req = NULL;
-        if (st != UCS_OK)
-            return status_errno(st);
-        atomic_store_explicit(&ux.peers[t->world].connected, 1, memory_order_relaxed);
-    }
+    if (*req == NULL)
+        return 0;
+    if ((st = ucp_request_check_status(*req)) == UCS_INPROGRESS)
+        return 1 + moved;
+    ucp_request_free(*req);
+    *req = NULL;
+    if (st != UCS_OK)
+        return status_errno(st);
+    atomic_store_explicit(&ux.peers[t->world].connected, 1, memory_order_relaxed);
+    return 0;
+}
+
+static int ucx_flush_start(rma_nm_tgt_t *t, void **req)
+{
+    int rc = drain_held(t);
+
+    *req = NULL;
+    return rc != 0 ? rc : ep_flush_start(t, req);
+}
+
+static int ucx_flush_test(rma_nm_tgt_t *t, void **req)
+{
+    int moved = ucx_progress(), rc = ep_flush_test(t, req, moved);
+
+    if (rc != 0)
+        return rc;
     if (atomic_load_explicit(&t->hx_out, memory_order_acquire) > 0)
         return 1 + moved;
     /* a request the target's agent refused (a get's answer never came with data) */
     return atomic_exchange_explicit(&t->hx_err, 0, memory_order_relaxed);
+}
+
+/* The endpoint's flush alone: no request to t's agent is sent or waited for. */
+static int ucx_complete(rma_nm_tgt_t *t)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    unsigned ep = atomic_load_explicit(&t->ep_ops, memory_order_acquire);
+    void *req = NULL;
+    int rc;
+
+    if (ep == atomic_load_explicit(&t->ep_flushed, memory_order_acquire))
+        return 0;
+    if ((rc = ep_flush_start(t, &req)) != 0)
+        return rc;
+    while ((rc = ep_flush_test(t, &req, ucx_progress())) > 0)
+        rma_backoff_after(&bo, rc != 1); /* 1: nothing moved */
+    if (rc == 0)
+        rma_nm_covered(&t->ep_flushed, ep);
+    return rc;
+}
+
+static int ucx_xfer_sync(rma_nm_tgt_t *t, void *key, const struct iovec *local,
+                         const struct iovec *remote, int n, int write)
+{
+    int rc = ucx_xfer(t, key, local, remote, n, write);
+
+    return rc != 0 ? rc : ucx_complete(t);
 }
 
 static int ucx_flush(rma_nm_tgt_t *t)
@@ -1219,6 +1262,8 @@ static const rma_netmod_ops_t ucx_ops = {
     .name = "ucx",
     .writev = ucx_writev,
     .readv = ucx_readv,
+    .xfer_sync = ucx_xfer_sync,
+    .complete = ucx_complete,
     .amo = ucx_amo,
     .amo_post = ucx_amo_post,
     .flush = ucx_flush,
