@@ -1333,17 +1333,23 @@ static ucs_status_ptr_t ww_ep_op(ucp_ep_h ep, int close)
  * closes; every peer's target and watch workers are served meanwhile (agent, or its own
  * waits). A connection that UCX could not set up (a process out of descriptors when it
  * tried: test/mpi/many_fds) never completes: after WIREUP_WAIT_NS it is closed as it is,
- * so that MPI_Finalize does not wait for ever. */
-#define WIREUP_WAIT_NS (3 * 1000000000ull)
+ * so that MPI_Finalize does not wait for ever. Each endpoint still has WIREUP_GRACE_NS
+ * after that, so that one that never completes does not cut the others' short. */
+#define WIREUP_WAIT_NS  (3 * 1000000000ull)
+#define WIREUP_GRACE_NS (200 * 1000000ull)
 
 /* finish_wireup's wait for request r of endpoint k (2w: peer w's, 2w + 1: its watch). */
 static void wireup_wait(ucs_status_ptr_t r, int k, uint64_t deadline)
 {
-    if (wait_req_until(r, k % 2 ? &ux.ww_mtx : NULL, deadline) == -ETIMEDOUT && rma_env.verbose)
+    uint64_t grace = rma_now_ns() + WIREUP_GRACE_NS;
+
+    if (wait_req_until(r, k % 2 ? &ux.ww_mtx : NULL, deadline > grace ? deadline : grace) ==
+            -ETIMEDOUT &&
+        rma_env.verbose)
         fprintf(stderr,
-                "librma: MPI_Finalize: the connection to rank %d (MPI_COMM_WORLD) was never "
-                "set up; closed as it is\n",
-                k / 2);
+                "librma: MPI_Finalize: the connection to rank %d (MPI_COMM_WORLD) was not set "
+                "up within %.1f s; closed as it is\n",
+                k / 2, WIREUP_WAIT_NS / 1e9);
 }
 
 static void finish_wireup(void)
