@@ -53,17 +53,20 @@ typedef struct rma_nm_way {
     size_t small;            /* pieces of at most this many bytes may go by request (0:
                                 never; then nothing here is used) */
     _Atomic int msg;         /* 1: they go by request now */
-    _Atomic uint64_t sum[2]; /* ns spent in cross-memory calls and requests of at most
-                                `small` bytes since the last round ... */
-    _Atomic uint32_t cnt[2]; /* ... and how many */
-    _Atomic int flushing;    /* a flush runs: the requests it sends are timed (those sent
+    _Atomic uint64_t acc[2]; /* cross-memory calls and requests of at most `small` bytes
+                                since the last round: how many, and the ns they took
+                                (rma_nm_way_note) */
+    _Atomic int flushing;    /* flushes under way: the requests they send are timed (those sent
                                 earlier were not waited for at once) */
     atomic_flag busy;        /* a round ends (rma_nm_way_settle): the rest is its */
     uint32_t est[2];         /* moving averages of one's cost, ns (0: not measured) ... */
     uint32_t folds[2];       /* ... over this many rounds (at most 16) */
     uint32_t since, every;   /* rounds since the other way was last looked at, and between
-                                looks */
-    int look;                /* rounds left of a look at the other way (0: none) ... */
+                                looks ... */
+    uint64_t since_t0;       /* ... and when the last look ended */
+    uint64_t round_ns;       /* what a round took between the last two looks */
+    int look, looked;        /* rounds left of a look at the other way (0: none), and
+                                taken ... */
     uint64_t look_t0;        /* ... and when it began */
 } rma_nm_way_t;
 
@@ -184,21 +187,30 @@ static inline int rma_nm_way_msg(const rma_nm_tgt_t *t)
     return t->way.small != 0 && atomic_load_explicit(&t->way.msg, memory_order_relaxed);
 }
 
-/* Pieces of at most this many bytes of a put (write) or get to t go to its agent: as
- * strided runs when one operation has many of them, or held back to go with the others of
- * the flush (mpid/rma/hx.h). */
-static inline size_t rma_nm_hx_piece(const rma_nm_tgt_t *t, int write)
+/* Pieces of at most this many bytes of a put (write) or get of `bytes` in all to t go to
+ * its agent: as strided runs when one operation has many of them, or held back to go with
+ * the others of the flush (mpid/rma/hx.h); a lone small one while that is its way. */
+static inline size_t rma_nm_hx_piece(const rma_nm_tgt_t *t, int write, size_t bytes)
 {
-    if (rma_nm_way_msg(t))
+    if (bytes <= t->way.small && rma_nm_way_msg(t))
         return t->way.small > t->hx_piece ? t->way.small : t->hx_piece;
     return write ? t->hx_piece : t->hx_get_piece;
 }
 
-/* One cross-memory call or request (way: RMA_NM_WAY_*) to w's target took ns. */
+/* One cross-memory call or request (way: RMA_NM_WAY_*) to w's target took ns: counted with
+ * its time in one word (RMA_NM_WAY_*_BITS), so that a round's end takes both at once. A
+ * round that has 2^23 samples, or 2^39 ns (9 minutes), has enough. */
+#define RMA_NM_WAY_NS_BITS 40
 static inline void rma_nm_way_note(rma_nm_way_t *w, int way, uint64_t ns)
 {
-    atomic_fetch_add_explicit(&w->sum[way], ns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&w->cnt[way], 1, memory_order_relaxed);
+    uint64_t v = atomic_load_explicit(&w->acc[way], memory_order_relaxed);
+
+    if ((v >> RMA_NM_WAY_NS_BITS) >= (1u << 23) || (v & ((1ull << RMA_NM_WAY_NS_BITS) - 1)) >=
+                                                        (1ull << (RMA_NM_WAY_NS_BITS - 1)))
+        return;
+    ns = ns < (1u << 30) ? ns : (1u << 30) - 1; /* one sample counts for at most a second */
+    atomic_fetch_add_explicit(&w->acc[way], (1ull << RMA_NM_WAY_NS_BITS) | ns,
+                              memory_order_relaxed);
 }
 
 /* An accumulate by cross-memory attach counts as one cross-memory call of what its whole

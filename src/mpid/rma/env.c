@@ -89,6 +89,8 @@ void rma_env_init(void)
     if (rma_env.hx_node > rma_env.hx_msg)
         rma_env.hx_node = rma_env.hx_msg;
     rma_env.hx_small = (size_t)env_long("RMA_HX_SMALL_NODE", (long)rma_env.hx_small, 0, 64 << 10);
+    if (rma_env.hx_small > rma_env.hx_msg)
+        rma_env.hx_small = rma_env.hx_msg;
     rma_env.node_ucx = (int)env_long("RMA_NODE_UCX", rma_env.node_ucx, 0, 1);
     /* a get of many pieces gathers larger ones at the target's agent, not only what a put
      * scatters there; RMA_HX_PIECE=0 (never host-assisted) turns both off */

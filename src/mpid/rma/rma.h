@@ -130,7 +130,8 @@ typedef struct rma_mover {
     size_t cma_region;         /* ... and the size of the region holding it */
     void *key;                 /* the remote key of the batched pieces */
     struct iovec *liov, *riov; /* the caller's arrays of max_iov entries */
-    struct rma_hx *hx;         /* off-node: small pieces collected for the target's agent */
+    struct rma_hx *hx;         /* off-node: small pieces collected for the target's agent ... */
+    size_t hx_piece;           /* ... those of at most this many bytes (rma_nm_hx_piece) */
 } rma_mover_t;
 
 /* Moves len bytes at target address ta from/to buf; a batch is flushed when full.

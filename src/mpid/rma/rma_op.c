@@ -84,7 +84,7 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
                 return mv->err;
             memcpy(mv->write ? t : buf, mv->write ? buf : t, n);
         } else if (mv->hx != NULL &&
-                   n <= rma_nm_hx_piece(&mv->win->targets[mv->trank].nm, mv->write)) {
+                   n <= mv->hx_piece) {
             if (rma_hx_add(mv->hx, ta, buf, n) != 0)
                 return mv->err = -ENOMEM;
         } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->sync &&
@@ -440,6 +440,7 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
     if (win->targets[trank].nm.hx_piece > 0) { /* off node, or shm with messages */
         x.hx = (rma_hx_t){.win = win, .trank = trank, .write = kind == RMA_PUT};
         x.mv.hx = &x.hx;
+        x.mv.hx_piece = rma_nm_hx_piece(&win->targets[trank].nm, kind == RMA_PUT, (size_t)tbytes);
     }
     rc = rma_dtl_walk_pairs(td, tcount, od, ocount, xfer_piece, &x);
     if (x.mv.hx != NULL)

@@ -374,9 +374,11 @@ void rma_nm_shm_release(rma_nm_tgt_t *t)
  * whatever the target does, where a request may wait milliseconds for a computing target's
  * agent to get a core. A look at the other way lasts WAY_LOOK rounds, the first WAY_WARM
  * not counted (they wake the agent, or find it asleep, and its first requests of a window
- * cost more), and ends early once that way costs four times the other. Looks come every
- * WAY_EVERY rounds; each that confirms the way taken puts the next twice as far, and at
- * least so far that looking takes 1/WAY_SHARE of the time the rounds between take, up to
+ * cost more), and ends early once that way costs four times the other. The way looked at
+ * is kept when the other costs a quarter more; otherwise (or with nothing measured to
+ * weigh) the look ends where it began. Looks come every WAY_EVERY rounds; each that
+ * confirms the way taken puts the next twice as far, and at least so far that what looking
+ * cost beyond the usual rounds is 1/WAY_SHARE of the time the rounds between take, up to
  * WAY_EVERY_MAX rounds. A way is left for the other once it costs a quarter more. */
 #define WAY_LOOK      8
 #define WAY_WARM      2
@@ -384,10 +386,14 @@ void rma_nm_shm_release(rma_nm_tgt_t *t)
 #define WAY_SHARE     256
 #define WAY_EVERY_MAX (1u << 16)
 
-/* The rounds until the next look, after one that cost look_ns confirmed way k. */
-static uint32_t way_every(const rma_nm_way_t *w, int k, uint64_t look_ns)
+/* The rounds until the next look, after one of `rounds` rounds that took look_ns
+ * confirmed the way taken: what the look cost beyond rounds as they went before it (the
+ * program's own work between them included) is to be 1/WAY_SHARE of the rounds until the
+ * next. */
+static uint32_t way_every(const rma_nm_way_t *w, uint64_t look_ns, uint32_t rounds)
 {
-    uint64_t every = (uint64_t)w->every * 2, share = look_ns * WAY_SHARE / w->est[k];
+    uint64_t usual = (uint64_t)rounds * w->round_ns, every = (uint64_t)w->every * 2;
+    uint64_t share = look_ns > usual ? (look_ns - usual) * WAY_SHARE / (w->round_ns + 1) : 0;
 
     every = share > every ? share : every;
     return every > WAY_EVERY_MAX ? WAY_EVERY_MAX : (uint32_t)every;
@@ -400,6 +406,7 @@ void rma_nm_way_init(rma_nm_tgt_t *t, size_t small)
     w->small = small;
     atomic_store_explicit(&w->msg, rma_env.test_way == 1, memory_order_relaxed);
     w->every = WAY_EVERY;
+    w->since_t0 = rma_now_ns();
 }
 
 /* 1 when way a costs a quarter more than way b (both measured). */
@@ -416,8 +423,8 @@ static int way_worse(const rma_nm_way_t *w, int a, int b)
 static void way_fold(rma_nm_way_t *w, int cur)
 {
     for (int k = 0; k < 2; k++) {
-        uint32_t n = atomic_exchange_explicit(&w->cnt[k], 0, memory_order_relaxed);
-        uint64_t sum = atomic_exchange_explicit(&w->sum[k], 0, memory_order_relaxed);
+        uint64_t v = atomic_exchange_explicit(&w->acc[k], 0, memory_order_relaxed);
+        uint64_t n = v >> RMA_NM_WAY_NS_BITS, sum = v & ((1ull << RMA_NM_WAY_NS_BITS) - 1);
         uint64_t mean = n > 0 ? sum / n : 0, est = w->est[k];
         if (n == 0 || (w->look > WAY_LOOK - WAY_WARM && k == cur))
             continue;
@@ -449,26 +456,34 @@ void rma_nm_way_settle(rma_nm_tgt_t *t)
     }
     way_fold(w, cur);
     if (w->look > 0) { /* looking at cur: kept only if the other costs a quarter more */
-        if (w->look <= WAY_LOOK - WAY_WARM && w->est[cur] / 4 > w->est[other])
+        w->looked++;
+        if (w->look <= WAY_LOOK - WAY_WARM && w->est[other] != 0 &&
+            w->est[cur] / 4 > w->est[other])
             w->look = 1; /* far the dearer already */
         if (--w->look == 0) {
-            if (w->est[other] != 0 && !way_worse(w, other, cur)) {
-                atomic_store_explicit(&w->msg, other, memory_order_relaxed);
-                w->every = way_every(w, other, rma_now_ns() - w->look_t0);
-            } else {
+            uint64_t now = rma_now_ns();
+            if (way_worse(w, other, cur)) {
                 w->every = WAY_EVERY;
+            } else { /* confirmed, or nothing measured to weigh: back */
+                atomic_store_explicit(&w->msg, other, memory_order_relaxed);
+                w->every = way_every(w, now - w->look_t0, w->looked);
             }
             w->since = 0;
+            w->since_t0 = now;
         }
     } else if (way_worse(w, cur, other)) { /* the other was the cheaper when last looked at */
         atomic_store_explicit(&w->msg, other, memory_order_relaxed);
         w->since = 0;
+        w->since_t0 = rma_now_ns();
         w->every = WAY_EVERY;
     } else if (++w->since >= w->every) {
+        uint64_t now = rma_now_ns();
+        w->round_ns = (now - w->since_t0) / w->since;
         atomic_store_explicit(&w->msg, other, memory_order_relaxed);
         w->est[other] = 0; /* measured afresh */
         w->look = WAY_LOOK;
-        w->look_t0 = rma_now_ns();
+        w->looked = 0;
+        w->look_t0 = now;
     }
     atomic_flag_clear_explicit(&w->busy, memory_order_release);
 }
