@@ -66,12 +66,16 @@ static int dissemination(MPI_Comm comm)
 int MPI_Barrier(MPI_Comm comm)
 {
     MPI_Request req;
+    int rc;
 
     rma_nm_release_held(NULL); /* what transports hold back goes before this rank waits */
     if (rma_net == NULL)
         return rma_mpi.Barrier(comm);
     if (comm == MPI_COMM_WORLD && world_dup != MPI_COMM_NULL)
-        return dissemination(world_dup);
-    return rma_net->wait_all(PMPI_Ibarrier(comm, &req), 1, &req);
+        rc = dissemination(world_dup);
+    else
+        rc = rma_net->wait_all(PMPI_Ibarrier(comm, &req), 1, &req);
+    rma_win_dyn_barrier(); /* what peers attached before it is looked for after it */
+    return rc;
 }
 RMA_PMPI(Barrier);

@@ -369,6 +369,14 @@ void rma_win_dyn_net_init(void);
 /* Origin: the next access to off-node target t of the dynamic window compares the target's
  * region-table generation with the cached table's again (its owner moved a region). */
 void rma_win_dyn_recheck(rma_win_t *win, int t);
+/* Origin, after MPI_Barrier: the next access to every off-node dynamic-window target
+ * compares generations again (a region its owner attached before the barrier, at the
+ * addresses of one it detached, is found). */
+extern _Atomic uint64_t rma_win_dyn_barriers;
+static inline void rma_win_dyn_barrier(void)
+{
+    atomic_fetch_add_explicit(&rma_win_dyn_barriers, 1, memory_order_relaxed);
+}
 int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size);
 int rma_win_detach(rma_win_t *win, const void *base);
 /* One attached region of a dynamic-window target as an origin sees it: where it is mapped

@@ -44,6 +44,7 @@
 typedef struct rma_dyn_cache {
     uint64_t gen;     /* the target's dyn_seq when fetched */
     uint64_t checked; /* the window's sync_gen when gen was last compared with the target's */
+    uint64_t barriers; /* ... and rma_win_dyn_barriers */
     int n;
     rma_nm_tgt_t *nm;
     struct dyn_entry {
@@ -307,24 +308,37 @@ void rma_win_dyn_recheck(rma_win_t *win, int t)
     pthread_mutex_unlock(&win->mtx);
 }
 
+_Atomic uint64_t rma_win_dyn_barriers;
+
 /* rma_win_dyn_resolve for an off-node target. */
 static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rma_dyn_hit_t *hits,
                            int max, int *n_p)
 {
     rma_target_t *tg = &win->targets[t];
-    uint64_t gen;
-    int n;
+    uint64_t gen, barriers = atomic_load_explicit(&rma_win_dyn_barriers, memory_order_relaxed);
+    const _Atomic uint64_t *seq =
+        tg->nm.ctl_map != NULL
+            ? (const _Atomic uint64_t *)(tg->nm.ctl_map + RMA_CTL_OFF(win, t, dyn_seq))
+            : NULL;
+    int n, look;
 
     pthread_mutex_lock(&win->mtx);
-    /* attach and detach are seen from the next epoch on: once per epoch (or on a miss) the
-     * target's generation is read, and the copy refreshed when it moved */
+    /* The target's generation is read on a miss, once per epoch, after an MPI_Barrier,
+     * and, where UCX maps its control words here (a load), at every access, and the copy
+     * refreshed when it moved: a region attached where a detached one was (its memory freed
+     * and allocated again) is then found, not the old one's mapping or key. Where it costs
+     * a round trip, an origin whose epoch spans such a detach and attach sees the new
+     * region from its next epoch or MPI_Barrier on (doc/protocols.md). */
     n = dcache_lookup(tg->dcache, addr, len, hits, max);
-    if ((n == 0 || tg->dcache->checked != win->sync_gen) &&
-        rma_ctl_load(win, t, RMA_CTL_OFF(win, t, dyn_seq), &gen) == 0) {
+    look = n == 0 || tg->dcache->checked != win->sync_gen || tg->dcache->barriers != barriers ||
+           (seq != NULL && atomic_load_explicit(seq, memory_order_acquire) != tg->dcache->gen);
+    if (look && rma_ctl_load(win, t, RMA_CTL_OFF(win, t, dyn_seq), &gen) == 0) {
         if ((tg->dcache == NULL || gen != tg->dcache->gen) && dcache_fetch(win, t) == 0)
             n = dcache_lookup(tg->dcache, addr, len, hits, max);
-        if (tg->dcache != NULL)
+        if (tg->dcache != NULL) {
             tg->dcache->checked = win->sync_gen;
+            tg->dcache->barriers = barriers;
+        }
     }
     pthread_mutex_unlock(&win->mtx);
     *n_p = n;
