@@ -169,10 +169,85 @@ static int xfer_piece(void *arg, MPI_Aint toff, MPI_Aint ooff, size_t len)
 }
 
 /* Dynamic windows: the regions of the target that cover [lo, hi). */
-static int resolve_dynamic(rma_win_t *win, int trank, uintptr_t lo, uintptr_t hi, rma_tspan_t *out,
-                           const char *func)
+/* Collects the attached regions a dynamic window's target datatype touches piece by piece,
+ * for a type whose span [lo, hi) also covers bytes nothing is attached at (regions with a
+ * gap between them: MPI asks only that the bytes accessed be attached). */
+typedef struct {
+    rma_win_t *win;
+    int trank;
+    rma_tspan_t *out;
+    int cap, rc;
+    uintptr_t bad; /* the first byte of a piece nothing is attached at */
+} pieces_t;
+
+static int piece_region(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
+{
+    pieces_t *p = arg;
+    rma_tspan_t *out = p->out;
+    uintptr_t at = out->taddr + (uintptr_t)toff, end = at + len;
+    rma_dyn_hit_t hits[4];
+    int n, k;
+
+    (void)boff;
+    while (at < end) {
+        for (k = 0; k < out->nmaps && !(at >= out->maps[k].lo && at < out->maps[k].hi); k++)
+            ;
+        if (k < out->nmaps) { /* in a region found before */
+            at = out->maps[k].hi;
+            continue;
+        }
+        p->rc = rma_win_dyn_resolve(p->win, p->trank, at, end - at, hits, 4, &n);
+        if (p->rc != MPI_SUCCESS || n == 0) {
+            p->bad = at;
+            return -2;
+        }
+        if (out->nmaps + n > p->cap) {
+            int cap = 2 * (out->nmaps + n);
+            rma_dyn_hit_t *m =
+                realloc(out->maps == out->map_buf ? NULL : out->maps, (size_t)cap * sizeof(*m));
+            if (m == NULL)
+                return -1;
+            if (out->maps == out->map_buf)
+                memcpy(m, out->map_buf, (size_t)out->nmaps * sizeof(*m));
+            out->maps = m;
+            p->cap = cap;
+        }
+        for (int i = 0; i < n && i < 4; i++)
+            out->maps[out->nmaps++] = hits[i];
+        at = hits[n < 4 ? n - 1 : 3].hi;
+    }
+    return 0;
+}
+
+static int resolve_dynamic(rma_win_t *win, int trank, const rma_dtl_t *td, MPI_Aint tcount,
+                           uintptr_t lo, uintptr_t hi, rma_tspan_t *out, const char *func)
 {
     int cap = 4, n, rc = rma_win_dyn_resolve(win, trank, lo, hi - lo, out->map_buf, cap, &n);
+
+    if (rc == MPI_ERR_RMA_RANGE && !td->is_contig) {
+        /* not all of the span is attached: maybe all the bytes the type touches are */
+        const rma_dtl_t *bytes;
+        pieces_t p = {win, trank, out, 4, MPI_SUCCESS, 0};
+        MPI_Aint total;
+        int wrc;
+        out->nmaps = 0;
+        if (__builtin_mul_overflow(tcount, td->size, &total) ||
+            rma_dtl_get(MPI_BYTE, &bytes) != MPI_SUCCESS)
+            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatype");
+        wrc = rma_dtl_walk_pairs(td, tcount, bytes, total, piece_region, &p);
+        if (wrc == 0)
+            return MPI_SUCCESS; /* every piece attached; out->local stays NULL */
+        if (wrc == -1)
+            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the regions");
+        if (p.rc != MPI_ERR_RMA_RANGE && p.rc != MPI_SUCCESS)
+            rc = p.rc;
+        else
+            return rma_err(win, func, MPI_ERR_RMA_RANGE,
+                           "the target byte 0x%lx at rank %d, which the datatype accesses, is not "
+                           "in memory attached to the window",
+                           (unsigned long)p.bad, trank);
+        n = 0;
+    }
 
     while (n > cap) { /* a span over more attached regions than the array holds */
         rma_dyn_hit_t *m =
@@ -278,7 +353,8 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
                            "target address 0x%lx with the datatype's bytes [%ld, %ld) is "
                            "outside the address space",
                            (unsigned long)tdisp, (long)lo, (long)hi);
-        return resolve_dynamic(win, trank, (uintptr_t)off, (uintptr_t)end, out, func);
+        return resolve_dynamic(win, trank, td, tcount, (uintptr_t)off, (uintptr_t)end, out,
+                               func);
     }
     /* lo <= hi, and both may be negative: a type whose bytes all lie below its origin */
     if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) ||
