@@ -233,22 +233,45 @@ static void *net_alloc(size_t size)
     return addr;
 }
 
-void *rma_memreg_alloc(size_t size)
+/* Where a block of len bytes starting at a multiple of align can go: a reservation of
+ * len + align bytes trimmed to that block (inaccessible until mapped over); NULL on
+ * failure. */
+static void *aligned_place(size_t len, size_t align)
 {
-    void *addr = net_alloc(size);
+    char *r = mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                   0);
+    char *a;
+
+    if (r == MAP_FAILED)
+        return NULL;
+    a = (char *)(((uintptr_t)r + align - 1) & ~(uintptr_t)(align - 1));
+    if (a > r)
+        munmap(r, (size_t)(a - r));
+    if (r + len + align > a + len)
+        munmap(a + len, (size_t)(r + len + align - (a + len)));
+    return a;
+}
+
+void *rma_memreg_alloc(size_t size, size_t align)
+{
+    size_t page = rma_page_size();
+    size_t len = size ? (size + page - 1) & ~(page - 1) : page;
+    void *addr = align <= page ? net_alloc(size) : NULL, *at = NULL;
     int fd, rc;
 
     if (addr != NULL)
         return addr;
-    rc = rma_seg_create(size, NULL, &addr, &fd);
+    if (align > page && (at = aligned_place(len, align)) == NULL)
+        return NULL;
+    rc = rma_seg_create(size, at, &addr, &fd);
     if (rc != 0) {
+        if (at != NULL)
+            munmap(at, len);
         errno = -rc;
         return NULL;
     }
     pthread_mutex_lock(&memreg_lock);
     table_ready();
-    size_t page = rma_page_size();
-    size_t len = size ? (size + page - 1) & ~(page - 1) : page;
     orphans_prune((uintptr_t)addr, (uintptr_t)addr + len); /* the new mapping replaced them */
     if (reg_new((uintptr_t)addr, len, fd, RMA_MEMREG_ALLOC) == NULL) {
         pthread_mutex_unlock(&memreg_lock);
