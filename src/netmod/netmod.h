@@ -205,8 +205,8 @@ static inline void rma_nm_way_note(rma_nm_way_t *w, int way, uint64_t ns)
 {
     uint64_t v = atomic_load_explicit(&w->acc[way], memory_order_relaxed);
 
-    if ((v >> RMA_NM_WAY_NS_BITS) >= (1u << 23) || (v & ((1ull << RMA_NM_WAY_NS_BITS) - 1)) >=
-                                                        (1ull << (RMA_NM_WAY_NS_BITS - 1)))
+    if ((v >> RMA_NM_WAY_NS_BITS) >= (1u << 23) ||
+        (v & ((1ull << RMA_NM_WAY_NS_BITS) - 1)) >= (1ull << (RMA_NM_WAY_NS_BITS - 1)))
         return;
     ns = ns < (1u << 30) ? ns : (1u << 30) - 1; /* one sample counts for at most a second */
     atomic_fetch_add_explicit(&w->acc[way], (1ull << RMA_NM_WAY_NS_BITS) | ns,

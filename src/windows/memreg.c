@@ -238,8 +238,8 @@ static void *net_alloc(size_t size)
  * failure. */
 static void *aligned_place(size_t len, size_t align)
 {
-    char *r = mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                   0);
+    char *r =
+        mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     char *a;
 
     if (r == MAP_FAILED)

@@ -42,8 +42,8 @@
  * the generation moved. */
 
 typedef struct rma_dyn_cache {
-    uint64_t gen;     /* the target's dyn_seq when fetched */
-    uint64_t checked; /* the window's sync_gen when gen was last compared with the target's */
+    uint64_t gen;      /* the target's dyn_seq when fetched */
+    uint64_t checked;  /* the window's sync_gen when gen was last compared with the target's */
     uint64_t barriers; /* ... and rma_win_dyn_barriers */
     int n;
     rma_nm_tgt_t *nm;

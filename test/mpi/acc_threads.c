@@ -30,7 +30,7 @@ static int iters = 100;
 static MPI_Win win;
 static int peer;
 static MPI_Aint base, unit; /* the target's displacement of element 0, and of one element */
-#define DISP(i) (base + (MPI_Aint)(i) * unit)
+#define DISP(i) (base + (MPI_Aint)(i)*unit)
 
 static void *small_accs(void *arg)
 {

@@ -83,8 +83,7 @@ int rma_mover_piece(rma_mover_t *mv, uintptr_t ta, char *buf, size_t len)
             if (mover_order(mv, ta, n) != 0)
                 return mv->err;
             memcpy(mv->write ? t : buf, mv->write ? buf : t, n);
-        } else if (mv->hx != NULL &&
-                   n <= mv->hx_piece) {
+        } else if (mv->hx != NULL && n <= mv->hx_piece) {
             if (rma_hx_add(mv->hx, ta, buf, n) != 0)
                 return mv->err = -ENOMEM;
         } else if (rma_env.rndv > 0 && n >= rma_env.rndv && !mv->sync &&
@@ -353,8 +352,7 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
                            "target address 0x%lx with the datatype's bytes [%ld, %ld) is "
                            "outside the address space",
                            (unsigned long)tdisp, (long)lo, (long)hi);
-        return resolve_dynamic(win, trank, td, tcount, (uintptr_t)off, (uintptr_t)end, out,
-                               func);
+        return resolve_dynamic(win, trank, td, tcount, (uintptr_t)off, (uintptr_t)end, out, func);
     }
     /* lo <= hi, and both may be negative: a type whose bytes all lie below its origin */
     if (tdisp < 0 || __builtin_mul_overflow(tdisp, (MPI_Aint)tg->disp_unit, &off) ||

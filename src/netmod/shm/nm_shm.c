@@ -29,7 +29,7 @@ struct rma_shm_held {
     pthread_mutex_t mtx; /* never held while waiting for anything but a cross-memory call */
     int n, write;        /* pieces held, and their direction */
     int flushing;        /* with messages: flushes of the transport under way (with_around) */
-    size_t used;  /* bytes of put data in buf */
+    size_t used;         /* bytes of put data in buf */
     struct iovec l[HELD_MAX], r[HELD_MAX];
     char buf[HELD_MAX * HELD_SPAN]; /* put data, or the spans of gets */
 };
@@ -457,8 +457,7 @@ void rma_nm_way_settle(rma_nm_tgt_t *t)
     way_fold(w, cur);
     if (w->look > 0) { /* looking at cur: kept only if the other costs a quarter more */
         w->looked++;
-        if (w->look <= WAY_LOOK - WAY_WARM && w->est[other] != 0 &&
-            w->est[cur] / 4 > w->est[other])
+        if (w->look <= WAY_LOOK - WAY_WARM && w->est[other] != 0 && w->est[cur] / 4 > w->est[other])
             w->look = 1; /* far the dearer already */
         if (--w->look == 0) {
             uint64_t now = rma_now_ns();
