@@ -216,8 +216,10 @@ static inline void rma_nm_way_note(rma_nm_way_t *w, int way, uint64_t ns)
 /* An accumulate by cross-memory attach counts as one cross-memory call of what its whole
  * read-modify-write took (stripes, read, write), as its request would be one: between
  * begin (0 when t has no way to choose, or the accumulate is larger) and end, the calls of
- * this thread are not counted one by one. */
+ * this thread are not counted one by one. Complete on return, it ends a round, as a
+ * fetch answered does (the flush after it finds nothing left to complete). */
 extern _Thread_local int rma_nm_way_in_op;
+void rma_nm_way_settle(rma_nm_tgt_t *t);
 
 static inline uint64_t rma_nm_way_op_begin(const rma_nm_tgt_t *t, size_t bytes)
 {
@@ -233,6 +235,7 @@ static inline void rma_nm_way_op_end(rma_nm_tgt_t *t, uint64_t t0)
         return;
     rma_nm_way_in_op = 0;
     rma_nm_way_note(&t->way, RMA_NM_WAY_CMA, rma_now_ns() - t0);
+    rma_nm_way_settle(t);
 }
 
 /* A transport calls this before it sends anything to t. 0 or -errno. */
