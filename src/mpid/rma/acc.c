@@ -1282,7 +1282,11 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
     if (win->targets[trank].nm.hx_piece > 0 && rma_hx_in_flight(&win->targets[trank].nm) &&
         (rc = rma_ctl_flush(win, trank)) != 0)
         goto done;
-    if ((rc = rma_tspan_gate(win, trank, &a->span)) != 0)
+    /* a lock left for later is taken before the stripes (not by the transport's first call
+     * under them: the lock may wait for an exclusive holder that waits for a stripe) */
+    if ((rc = win->targets[trank].local || !rma_nm_gated(&win->targets[trank].nm)
+                  ? 0
+                  : rma_nm_gate(&win->targets[trank].nm)) != 0)
         goto done;
     way_t0 = rma_nm_way_op_begin(&win->targets[trank].nm, (size_t)tbytes);
     if (acc_single_atomic(a, ttype)) {
