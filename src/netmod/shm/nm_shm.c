@@ -533,6 +533,16 @@ static int with_push(rma_nm_tgt_t *t)
     return with_around(t, msg_ops->push);
 }
 
+/* A request to the target's agent goes after what is held by cross-memory attach (one
+ * origin's order: a fetch sent at once after a held put to the same bytes). */
+static int with_am_send(rma_nm_tgt_t *t, unsigned id, const void *hdr, size_t hlen,
+                        const void *data, size_t len, int how)
+{
+    int rc = held_send_now(t);
+
+    return rc != 0 ? rc : msg_ops->am_send(t, id, hdr, hlen, data, len, how);
+}
+
 static int with_release(rma_nm_tgt_t *t)
 {
     int rc = held_send_now(t);
@@ -557,6 +567,7 @@ static void with_init(void)
     with_ops.writev = nm_shm_writev;
     with_ops.readv = nm_shm_readv;
     with_ops.xfer_sync = nm_shm_xfer_sync;
+    with_ops.am_send = with_am_send;
     with_ops.flush = with_flush;
     with_ops.push = with_push;
     with_ops.release = with_release;
