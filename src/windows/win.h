@@ -190,7 +190,8 @@ typedef struct rma_target {
     const rma_dyn_region_t *dtab; /* dynamic windows: the target's region table mapped here */
     size_t dtab_len;
     uint64_t dtab_id;
-    struct rma_dyn_cache *dcache; /* off-node dynamic targets: regions and keys fetched */
+    struct rma_dyn_cache *dcache; /* off-node dynamic targets: regions and keys fetched ... */
+    unsigned dyn_fetches;         /* ... how many times (a fetch frees the keys before) */
     MPI_Win peer_win;             /* the target's handle of this window ... */
     uint32_t peer_serial;         /* ... and its serial number there */
     struct rma_lazy_lock *lazy;   /* a shared lock MPI_Win_lock left for later (sync/lock.c) */

@@ -273,6 +273,7 @@ static int dcache_fetch(rma_win_t *win, int t)
     rma_xfer_drain(win); /* the agent's copies may go through the mappings freed here */
     dcache_free(&tg->nm, tg->dcache);
     tg->dcache = c;
+    tg->dyn_fetches++;
     return 0;
 }
 
@@ -331,7 +332,8 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
      * region from its next epoch or MPI_Barrier on (doc/protocols.md). */
     n = dcache_lookup(tg->dcache, addr, len, hits, max);
     look = n == 0 || tg->dcache->checked != win->sync_gen || tg->dcache->barriers != barriers ||
-           (seq != NULL && atomic_load_explicit(seq, memory_order_acquire) != tg->dcache->gen);
+           (seq != NULL && tg->dcache->gen != 0 &&
+            atomic_load_explicit(seq, memory_order_acquire) != tg->dcache->gen);
     if (look && rma_ctl_load(win, t, RMA_CTL_OFF(win, t, dyn_seq), &gen) == 0) {
         if ((tg->dcache == NULL || gen != tg->dcache->gen) && dcache_fetch(win, t) == 0)
             n = dcache_lookup(tg->dcache, addr, len, hits, max);

@@ -228,12 +228,18 @@ static int resolve_dynamic(rma_win_t *win, int trank, const rma_dtl_t *td, MPI_A
         const rma_dtl_t *bytes;
         pieces_t p = {win, trank, out, 4, MPI_SUCCESS, 0};
         MPI_Aint total;
-        int wrc;
-        out->nmaps = 0;
+        int wrc, tries = 0;
+        unsigned fetches;
         if (__builtin_mul_overflow(tcount, td->size, &total) ||
             rma_dtl_get(MPI_BYTE, &bytes) != MPI_SUCCESS)
             return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatype");
-        wrc = rma_dtl_walk_pairs(td, tcount, bytes, total, piece_region, &p);
+        do { /* again when a lookup fetched the target's table anew (an off-node target):
+                the keys and mappings of the regions found before it are gone */
+            fetches = win->targets[trank].dyn_fetches;
+            out->nmaps = 0;
+            p.rc = MPI_SUCCESS;
+            wrc = rma_dtl_walk_pairs(td, tcount, bytes, total, piece_region, &p);
+        } while (wrc == 0 && fetches != win->targets[trank].dyn_fetches && ++tries < 8);
         if (wrc == 0)
             return MPI_SUCCESS; /* every piece attached; out->local stays NULL */
         if (wrc == -1)
