@@ -42,9 +42,10 @@ typedef struct rma_memreg {
     uintptr_t net_at;       /* ... and where that block's own mapping is (its key's addresses) */
 } rma_memreg_t;
 
-/* MPI_Alloc_mem: shared, registered memory at a multiple of align (a power of two; at most
- * a page: UCX's block when the transport allocates, else page-aligned). NULL on failure
- * (errno set). */
+/* MPI_Alloc_mem: shared, registered memory at a multiple of align (a power of two). Up to a
+ * page, UCX's block where the transport allocates (a rank alone on its node), else a
+ * page-aligned segment; above a page always a segment, placed so. NULL on failure (errno
+ * set). */
 void *rma_memreg_alloc(size_t size, size_t align);
 
 /* MPI_Free_mem: 0, or -ENOENT when ptr is not a block from rma_memreg_alloc. */

@@ -1348,8 +1348,8 @@ static void wireup_wait(ucs_status_ptr_t r, int k, uint64_t deadline)
         rma_env.verbose)
         fprintf(stderr,
                 "librma: MPI_Finalize: the connection to rank %d (MPI_COMM_WORLD) was not set "
-                "up within %.1f s; closed as it is\n",
-                k / 2, WIREUP_WAIT_NS / 1e9);
+                "up in time (%.1f s for all, at least %.1f s each); closed as it is\n",
+                k / 2, WIREUP_WAIT_NS / 1e9, WIREUP_GRACE_NS / 1e9);
 }
 
 static void finish_wireup(void)
