@@ -331,10 +331,11 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
      * a round trip, an origin whose epoch spans such a detach and attach sees the new
      * region from its next epoch or MPI_Barrier on (doc/protocols.md). */
     n = dcache_lookup(tg->dcache, addr, len, hits, max);
+    gen = seq != NULL ? atomic_load_explicit(seq, memory_order_acquire) : 0;
     look = n == 0 || tg->dcache->checked != win->sync_gen || tg->dcache->barriers != barriers ||
-           (seq != NULL && tg->dcache->gen != 0 &&
-            atomic_load_explicit(seq, memory_order_acquire) != tg->dcache->gen);
-    if (look && rma_ctl_load(win, t, RMA_CTL_OFF(win, t, dyn_seq), &gen) == 0) {
+           (seq != NULL && tg->dcache->gen != 0 && gen != tg->dcache->gen);
+    /* the generation just loaded where it is mapped, else a network atomic */
+    if (look && (seq != NULL || rma_ctl_load(win, t, RMA_CTL_OFF(win, t, dyn_seq), &gen) == 0)) {
         if ((tg->dcache == NULL || gen != tg->dcache->gen) && dcache_fetch(win, t) == 0)
             n = dcache_lookup(tg->dcache, addr, len, hits, max);
         if (tg->dcache != NULL) {

@@ -1284,9 +1284,7 @@ int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, 
         goto done;
     /* a lock left for later is taken before the stripes (not by the transport's first call
      * under them: the lock may wait for an exclusive holder that waits for a stripe) */
-    if ((rc = win->targets[trank].local || !rma_nm_gated(&win->targets[trank].nm)
-                  ? 0
-                  : rma_nm_gate(&win->targets[trank].nm)) != 0)
+    if ((rc = rma_target_gate(win, trank)) != 0)
         goto done;
     way_t0 = rma_nm_way_op_begin(&win->targets[trank].nm, (size_t)tbytes);
     if (acc_single_atomic(a, ttype)) {

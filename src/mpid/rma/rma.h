@@ -50,13 +50,21 @@ typedef struct rma_tspan {
     rma_dyn_hit_t map_buf[4];
 } rma_tspan_t;
 
-/* The map holding target bytes [ta, ta+len) whole, or NULL. */
-static inline const rma_dyn_hit_t *rma_tspan_map(const rma_tspan_t *sp, uintptr_t ta, size_t len)
+/* The span's map (window, or attached region) holding target byte ta, or NULL. */
+static inline const rma_dyn_hit_t *rma_tspan_hit(const rma_tspan_t *sp, uintptr_t ta)
 {
     for (int i = 0; i < sp->nmaps; i++)
         if (ta >= sp->maps[i].lo && ta < sp->maps[i].hi)
-            return sp->maps[i].local != NULL && len <= sp->maps[i].hi - ta ? &sp->maps[i] : NULL;
+            return &sp->maps[i];
     return NULL;
+}
+
+/* The map holding target bytes [ta, ta+len) whole and mapped here, or NULL. */
+static inline const rma_dyn_hit_t *rma_tspan_map(const rma_tspan_t *sp, uintptr_t ta, size_t len)
+{
+    const rma_dyn_hit_t *h = rma_tspan_hit(sp, ta);
+
+    return h != NULL && h->local != NULL && len <= h->hi - ta ? h : NULL;
 }
 
 /* 1 when some of the span's bytes are mapped here. */
@@ -68,15 +76,21 @@ static inline int rma_tspan_mapped(const rma_tspan_t *sp)
     return 0;
 }
 
-/* Before an off-node target's bytes mapped here are loaded or stored: a lock MPI_Win_lock
- * left for later (its gate, netmod.h) is taken, as the transport does before it sends. A
+/* A lock MPI_Win_lock left for later on off-node target trank (its gate, netmod.h) is
+ * taken now, as the transport does before it sends. 0 or -errno. */
+static inline int rma_target_gate(rma_win_t *win, int trank)
+{
+    rma_target_t *tg = &win->targets[trank];
+
+    return tg->local || !rma_nm_gated(&tg->nm) ? 0 : rma_nm_gate(&tg->nm);
+}
+
+/* Before an off-node target's bytes mapped here are loaded or stored (rma_target_gate). A
  * dynamic window's target may have regions UCX maps here (an MPI_Alloc_mem block from
  * UCX) beside others it serves. 0 or -errno. */
 static inline int rma_tspan_gate(rma_win_t *win, int trank, const rma_tspan_t *sp)
 {
-    rma_target_t *tg = &win->targets[trank];
-
-    return tg->local || !rma_nm_gated(&tg->nm) || !rma_tspan_mapped(sp) ? 0 : rma_nm_gate(&tg->nm);
+    return rma_tspan_mapped(sp) ? rma_target_gate(win, trank) : 0;
 }
 
 /* Bytes from ta to the next boundary between maps (or transport-reached bytes), at most
@@ -97,20 +111,18 @@ static inline size_t rma_tspan_run(const rma_tspan_t *sp, uintptr_t ta, size_t l
 /* The remote key of the bytes at ta (off-node targets; dynamic windows: the region's). */
 static inline void *rma_tspan_key(const rma_tspan_t *sp, uintptr_t ta)
 {
-    for (int i = 0; i < sp->nmaps; i++)
-        if (ta >= sp->maps[i].lo && ta < sp->maps[i].hi)
-            return sp->maps[i].key != NULL ? sp->maps[i].key : sp->key;
-    return sp->key;
+    const rma_dyn_hit_t *h = rma_tspan_hit(sp, ta);
+
+    return h != NULL && h->key != NULL ? h->key : sp->key;
 }
 
 /* Bytes of the window or attached region holding target address ta (what moving it onto
  * a shared segment would copy); for a create window its whole size. */
 static inline size_t rma_tspan_region(const rma_tspan_t *sp, uintptr_t ta)
 {
-    for (int i = 0; i < sp->nmaps; i++)
-        if (ta >= sp->maps[i].lo && ta < sp->maps[i].hi)
-            return sp->maps[i].hi - sp->maps[i].lo;
-    return sp->region;
+    const rma_dyn_hit_t *h = rma_tspan_hit(sp, ta);
+
+    return h != NULL ? h->hi - h->lo : sp->region;
 }
 
 /* Moves bytes between a target span and local memory: directly where the span is mapped

@@ -167,7 +167,20 @@ static int xfer_piece(void *arg, MPI_Aint toff, MPI_Aint ooff, size_t len)
     return rma_mover_piece(&x->mv, x->mv.span->taddr + (uintptr_t)toff, x->origin + ooff, len);
 }
 
-/* Dynamic windows: the regions of the target that cover [lo, hi). */
+/* Room for cap maps in out, those it holds kept. 0, or -1 without memory. */
+static int span_maps_grow(rma_tspan_t *out, int cap)
+{
+    rma_dyn_hit_t *m =
+        realloc(out->maps == out->map_buf ? NULL : out->maps, (size_t)cap * sizeof(*m));
+
+    if (m == NULL)
+        return -1;
+    if (out->maps == out->map_buf)
+        memcpy(m, out->map_buf, (size_t)out->nmaps * sizeof(*m));
+    out->maps = m;
+    return 0;
+}
+
 /* Collects the attached regions a dynamic window's target datatype touches piece by piece,
  * for a type whose span [lo, hi) also covers bytes nothing is attached at (regions with a
  * gap between them: MPI asks only that the bytes accessed be attached). */
@@ -184,15 +197,14 @@ static int piece_region(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
     pieces_t *p = arg;
     rma_tspan_t *out = p->out;
     uintptr_t at = out->taddr + (uintptr_t)toff, end = at + len;
+    const rma_dyn_hit_t *seen;
     rma_dyn_hit_t hits[4];
-    int n, k;
+    int n;
 
     (void)boff;
     while (at < end) {
-        for (k = 0; k < out->nmaps && !(at >= out->maps[k].lo && at < out->maps[k].hi); k++)
-            ;
-        if (k < out->nmaps) { /* in a region found before */
-            at = out->maps[k].hi;
+        if ((seen = rma_tspan_hit(out, at)) != NULL) { /* in a region found before */
+            at = seen->hi;
             continue;
         }
         p->rc = rma_win_dyn_resolve(p->win, p->trank, at, end - at, hits, 4, &n);
@@ -201,15 +213,9 @@ static int piece_region(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
             return -2;
         }
         if (out->nmaps + n > p->cap) {
-            int cap = 2 * (out->nmaps + n);
-            rma_dyn_hit_t *m =
-                realloc(out->maps == out->map_buf ? NULL : out->maps, (size_t)cap * sizeof(*m));
-            if (m == NULL)
+            if (span_maps_grow(out, 2 * (out->nmaps + n)) != 0)
                 return -1;
-            if (out->maps == out->map_buf)
-                memcpy(m, out->map_buf, (size_t)out->nmaps * sizeof(*m));
-            out->maps = m;
-            p->cap = cap;
+            p->cap = 2 * (out->nmaps + n);
         }
         for (int i = 0; i < n && i < 4; i++)
             out->maps[out->nmaps++] = hits[i];
@@ -218,6 +224,8 @@ static int piece_region(void *arg, MPI_Aint toff, MPI_Aint boff, size_t len)
     return 0;
 }
 
+/* Dynamic windows: the regions of the target that cover [lo, hi), or, for a type whose
+ * span has unattached bytes, those its pieces touch. */
 static int resolve_dynamic(rma_win_t *win, int trank, const rma_dtl_t *td, MPI_Aint tcount,
                            uintptr_t lo, uintptr_t hi, rma_tspan_t *out, const char *func)
 {
@@ -255,11 +263,8 @@ static int resolve_dynamic(rma_win_t *win, int trank, const rma_dtl_t *td, MPI_A
     }
 
     while (n > cap) { /* a span over more attached regions than the array holds */
-        rma_dyn_hit_t *m =
-            realloc(out->maps == out->map_buf ? NULL : out->maps, (size_t)n * sizeof(*m));
-        if (m == NULL)
+        if (span_maps_grow(out, n) != 0)
             return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for %d regions", n);
-        out->maps = m;
         cap = n;
         rc = rma_win_dyn_resolve(win, trank, lo, hi - lo, out->maps, cap, &n);
     }
