@@ -268,6 +268,13 @@ static inline int rma_nm_pending(rma_nm_tgt_t *t)
            atomic_load_explicit(&t->flushed, memory_order_acquire);
 }
 
+/* A flush of t completed that covers every operation issued to it up to the count seen
+ * (a value of t->issued). */
+static inline int rma_nm_flushed_upto(rma_nm_tgt_t *t, unsigned seen)
+{
+    return (int)(atomic_load_explicit(&t->flushed, memory_order_acquire) - seen) >= 0;
+}
+
 /* Operations held back, process-wide. Aggregation (mpid/rma/hx.h) and the held
  * cross-memory transfers (shm) keep small operations until the target's next flush. MPI
  * needs that flush to complete them, but programs written against MPICH's RMA expect an

@@ -190,12 +190,16 @@ typedef struct rma_target {
     const rma_dyn_region_t *dtab; /* dynamic windows: the target's region table mapped here */
     size_t dtab_len;
     uint64_t dtab_id;
-    struct rma_dyn_cache *dcache; /* off-node dynamic targets: regions and keys fetched ... */
-    unsigned dyn_fetches;         /* ... how many times (a fetch frees the keys before) */
-    MPI_Win peer_win;             /* the target's handle of this window ... */
-    uint32_t peer_serial;         /* ... and its serial number there */
-    struct rma_lazy_lock *lazy;   /* a shared lock MPI_Win_lock left for later (sync/lock.c) */
-    uint64_t stripes_marked[4];   /* off node: stripes of its node seen marked (marks stay) */
+    struct rma_dyn_cache *dcache;  /* off-node dynamic targets: regions and keys fetched ... */
+    unsigned dyn_fetches;          /* ... how many times ... */
+    struct rma_dyn_cache *dyn_old; /* ... the copies a fetch replaced, whose keys and mappings
+                                      operations may still use (rma_win_dyn_done) ... */
+    _Atomic int dyn_nold;          /* ... how many */
+    _Atomic int dyn_users;         /* spans of the target being issued (rma_win_dyn_use) */
+    MPI_Win peer_win;              /* the target's handle of this window ... */
+    uint32_t peer_serial;          /* ... and its serial number there */
+    struct rma_lazy_lock *lazy;    /* a shared lock MPI_Win_lock left for later (sync/lock.c) */
+    uint64_t stripes_marked[4];    /* off node: stripes of its node seen marked (marks stay) */
 } rma_target_t;
 
 typedef struct rma_attr {
@@ -395,6 +399,28 @@ typedef struct rma_dyn_hit {
  * MPI_SUCCESS, MPI_ERR_RMA_RANGE, or MPI_ERR_OTHER when an atomic region cannot be mapped. */
 int rma_win_dyn_resolve(rma_win_t *win, int target, uintptr_t addr, size_t len, rma_dyn_hit_t *hits,
                         int max, int *n_p);
+
+/* Around the use of what rma_win_dyn_resolve returns for an off-node target: the keys and
+ * mappings of its hits stay valid until rma_win_dyn_done, and after it until a flush of the
+ * target covers what was issued under them. A fetch of the target's table meanwhile (another
+ * thread's, or this operation's own) keeps the copy it replaces until then. */
+static inline void rma_win_dyn_use(rma_win_t *win, int t)
+{
+    atomic_fetch_add_explicit(&win->targets[t].dyn_users, 1, memory_order_seq_cst);
+}
+
+void rma_win_dyn_reclaim(rma_win_t *win, int t);
+
+static inline void rma_win_dyn_done(rma_win_t *win, int t)
+{
+    rma_target_t *tg = &win->targets[t];
+
+    /* seq_cst with the fetch's count of replaced copies and its load of dyn_users: one of the
+     * two sees the other, so a replaced copy is stamped by one of them */
+    if (atomic_fetch_sub_explicit(&tg->dyn_users, 1, memory_order_seq_cst) == 1 &&
+        atomic_load_explicit(&tg->dyn_nold, memory_order_seq_cst) > 0)
+        rma_win_dyn_reclaim(win, t);
+}
 
 /* Calls fn on every live window, holding the table's lock (the progress agent). */
 void rma_win_foreach(void (*fn)(rma_win_t *win));

@@ -47,6 +47,9 @@ typedef struct rma_dyn_cache {
     uint64_t barriers; /* ... and rma_win_dyn_barriers */
     int n;
     rma_nm_tgt_t *nm;
+    struct rma_dyn_cache *next; /* replaced copies (rma_target_t.dyn_old) ... */
+    unsigned stamp;             /* ... the target's nm.issued when no span used it ... */
+    int stamped;                /* ... once that was seen */
     struct dyn_entry {
         uint64_t base, len;
         void *key;
@@ -214,6 +217,37 @@ static struct dyn_entry *moved_mapped(rma_dyn_cache_t *c, const dyn_wire_t *e)
     return NULL;
 }
 
+/* Frees the copies of target t's table that a fetch replaced once nothing uses their keys
+ * or mappings (win->mtx held). A replaced copy is stamped with the count of operations
+ * issued to t when no span of t is seen in use (every span that could hold its hits has
+ * been issued: rma_win_dyn_done), and freed once a flush covers that count: UCX may still
+ * read a key for an operation it has not completed, and the agent's copies may still go
+ * through a mapping. */
+static void dyn_reclaim(rma_win_t *win, int t)
+{
+    rma_target_t *tg = &win->targets[t];
+    int idle = atomic_load_explicit(&tg->dyn_users, memory_order_seq_cst) == 0;
+    unsigned issued = atomic_load_explicit(&tg->nm.issued, memory_order_acquire);
+    rma_dyn_cache_t **at = &tg->dyn_old, *c;
+    int drained = 0;
+
+    while ((c = *at) != NULL) {
+        if (!c->stamped && idle) {
+            c->stamp = issued;
+            c->stamped = 1;
+        }
+        if (!c->stamped || !rma_nm_flushed_upto(&tg->nm, c->stamp)) {
+            at = &c->next;
+            continue;
+        }
+        if (!drained++)
+            rma_xfer_drain(win);
+        *at = c->next;
+        atomic_fetch_sub_explicit(&tg->dyn_nold, 1, memory_order_relaxed);
+        dcache_free(&tg->nm, c);
+    }
+}
+
 /* Fetches target t's regions and keys into its cache. 0 or -errno. */
 static int dcache_fetch(rma_win_t *win, int t)
 {
@@ -270,11 +304,22 @@ static int dcache_fetch(rma_win_t *win, int t)
         c->n++;
     }
     free(w.buf);
-    rma_xfer_drain(win); /* the agent's copies may go through the mappings freed here */
-    dcache_free(&tg->nm, tg->dcache);
+    if (tg->dcache != NULL) { /* kept while operations may use its keys and mappings */
+        tg->dcache->next = tg->dyn_old;
+        tg->dyn_old = tg->dcache;
+        atomic_fetch_add_explicit(&tg->dyn_nold, 1, memory_order_seq_cst);
+    }
     tg->dcache = c;
     tg->dyn_fetches++;
+    dyn_reclaim(win, t);
     return 0;
+}
+
+void rma_win_dyn_reclaim(rma_win_t *win, int t)
+{
+    pthread_mutex_lock(&win->mtx);
+    dyn_reclaim(win, t);
+    pthread_mutex_unlock(&win->mtx);
 }
 
 /* The cached regions of t covering [addr, addr+len) into hits: how many (0 when a byte is
@@ -414,8 +459,14 @@ void rma_win_dyn_destroy(rma_win_t *win)
         rma_memreg_release(win->dyn_regs[i]);
     for (uint32_t i = 0; i < win->dyn_n && win->dyn_net != NULL; i++)
         rma_net_mem_free(win->dyn_net[i]);
-    for (int t = 0; win->targets != NULL && t < win->nranks; t++)
+    for (int t = 0; win->targets != NULL && t < win->nranks; t++) {
+        rma_dyn_cache_t *c, *next;
         dcache_free(&win->targets[t].nm, win->targets[t].dcache);
+        for (c = win->targets[t].dyn_old; c != NULL; c = next) {
+            next = c->next;
+            dcache_free(&win->targets[t].nm, c);
+        }
+    }
     free(win->dyn_net);
     if (win->dyn_tab != NULL)
         rma_seg_detach(win->dyn_tab, (size_t)win->dyn_cap * sizeof(rma_dyn_region_t));

@@ -46,6 +46,8 @@ typedef struct rma_tspan {
     void *key; /* off-node targets: the remote key of the window memory */
     int nmaps;
     size_t region;       /* create windows: the target window's size */
+    rma_win_t *dyn_win;  /* dynamic windows, off-node targets: whose keys the maps hold ... */
+    int dyn_t;           /* ... of this target (rma_win_dyn_use) */
     rma_dyn_hit_t *maps; /* map_buf, or allocated when more regions are needed */
     rma_dyn_hit_t map_buf[4];
 } rma_tspan_t;
@@ -168,6 +170,8 @@ static inline void rma_tspan_done(rma_tspan_t *sp)
 {
     if (sp->maps != sp->map_buf)
         free(sp->maps);
+    if (sp->dyn_win != NULL)
+        rma_win_dyn_done(sp->dyn_win, sp->dyn_t);
 }
 
 /* Checks rank, access epoch and that `tcount` elements of layout `td` at displacement

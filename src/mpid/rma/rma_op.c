@@ -242,7 +242,8 @@ static int resolve_dynamic(rma_win_t *win, int trank, const rma_dtl_t *td, MPI_A
             rma_dtl_get(MPI_BYTE, &bytes) != MPI_SUCCESS)
             return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory walking the datatype");
         do { /* again when a lookup fetched the target's table anew (an off-node target):
-                the keys and mappings of the regions found before it are gone */
+                the regions found before it may be gone (their keys stay valid until
+                rma_tspan_done) */
             fetches = win->targets[trank].dyn_fetches;
             out->nmaps = 0;
             p.rc = MPI_SUCCESS;
@@ -363,6 +364,11 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
                            "target address 0x%lx with the datatype's bytes [%ld, %ld) is "
                            "outside the address space",
                            (unsigned long)tdisp, (long)lo, (long)hi);
+        if (!tg->local) { /* its keys and mappings in use until rma_tspan_done */
+            rma_win_dyn_use(win, trank);
+            out->dyn_win = win;
+            out->dyn_t = trank;
+        }
         return resolve_dynamic(win, trank, td, tcount, (uintptr_t)off, (uintptr_t)end, out, func);
     }
     /* lo <= hi, and both may be negative: a type whose bytes all lie below its origin */
