@@ -5,7 +5,8 @@
  * lives in the origin's node's control segment (the origin reads it there; an off-node
  * target adds to it with a network atomic). An origin consumes one post of each target of
  * its start group (post_seen counts consumed posts) - lazily: MPI_Win_start returns at
- * once, and the first operation to a target, or MPI_Win_complete, waits for its post. Each
+ * once, and the first operation to a target, or MPI_Win_complete, waits for its post (with
+ * MPI_MODE_NOCHECK the post was made: it is consumed at once, unseen). Each
  * target's complete_cnt, in the target's node, counts MPI_Win_complete calls aimed at it;
  * wait/test compare it with the number of origins its posts named. All counters only grow,
  * so epochs match in order without resets. The same protocol serves both kinds of origin
@@ -96,9 +97,10 @@ int rma_start(rma_win_t *win, MPI_Group group, int assert)
         return rma_err(win, func, MPI_ERR_GROUP, "the group is not a subgroup of the window");
     for (int i = 0; i < n; i++) {
         int t = win->start_ranks[i];
-        if (assert & MPI_MODE_NOCHECK)
+        if (assert & MPI_MODE_NOCHECK) { /* its post was made: consumed, not waited for */
+            win->post_seen[t]++;
             win->targets[t].access = 1;
-        else
+        } else
             win->targets[t].start_pending = 1; /* rma_pscw_wait_post, when needed */
     }
     win->sync_gen++;
