@@ -76,6 +76,15 @@ static void run(int f, int all_zero)
         MPI_OK(MPI_Accumulate(v, 0, MPI_DOUBLE, t, d, 0, MPI_DOUBLE, MPI_BXOR, win));
         MPI_ERRCLASS(MPI_Accumulate(v, 0, MPI_INT, t, d, 0, MPI_INT, MPI_OP_NULL, win),
                      MPI_ERR_OP);
+        /* no byte moves: no displacement is outside the window (MPICH checks none) */
+        for (MPI_Aint past = 1; past <= 1000; past *= 10) {
+            MPI_OK(MPI_Put(v, 0, MPI_INT, t, d + 16 + past, 0, MPI_INT, win));
+            MPI_OK(MPI_Get(got, 0, MPI_INT, t, d + 16 + past, 0, MPI_INT, win));
+            MPI_OK(MPI_Accumulate(v, 0, MPI_INT, t, d + 16 + past, 0, MPI_INT, MPI_SUM, win));
+            MPI_OK(MPI_Get_accumulate(v, 0, MPI_INT, got, 0, MPI_INT, t, d + 16 + past, 0, MPI_INT,
+                                      MPI_SUM, win));
+            MPI_ERRCLASS(MPI_Put(v, 4, MPI_INT, t, d + 16 + past, 0, MPI_INT, win), MPI_ERR_TYPE);
+        }
         if (all_zero || t == 0) {
             MPI_ERRCLASS(MPI_Put(v, 1, MPI_INT, t, d, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
             MPI_ERRCLASS(MPI_Get(got, 1, MPI_INT, t, d, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
@@ -95,6 +104,12 @@ static void run(int f, int all_zero)
     /* lock epoch to the zero-size rank 0 */
     MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
     MPI_OK(MPI_Put(v, 0, MPI_INT, 0, f == F_DYNAMIC ? addr[0] : 0, 0, MPI_INT, win));
+    {
+        MPI_Request rq = MPI_REQUEST_NULL;
+        MPI_OK(MPI_Rget(got, 0, MPI_INT, 0, (f == F_DYNAMIC ? addr[0] : 0) + 99, 0, MPI_INT, win,
+                        &rq));
+        MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    }
     MPI_ERRCLASS(MPI_Put(v, 1, MPI_INT, 0, f == F_DYNAMIC ? addr[0] : 0, 1, MPI_INT, win),
                  MPI_ERR_RMA_RANGE);
     MPI_OK(MPI_Win_unlock(0, win));

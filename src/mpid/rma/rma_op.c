@@ -354,10 +354,11 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
                        (long)tcount, (long)td->extent);
     out->pid = tg->pid;
     out->key = tg->nm.data_key;
-    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
         out->taddr = (uintptr_t)tdisp;
-        if (hi <= lo)
-            return MPI_SUCCESS;
+    if (hi <= lo) /* no byte: no displacement is outside the window (as MPICH) */
+        return MPI_SUCCESS;
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         if (__builtin_add_overflow(tdisp, lo, &off) || off < 0 ||
             __builtin_add_overflow(tdisp, hi, &end))
             return rma_err(win, func, MPI_ERR_RMA_RANGE,
