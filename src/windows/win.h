@@ -191,11 +191,12 @@ typedef struct rma_target {
     size_t dtab_len;
     uint64_t dtab_id;
     struct rma_dyn_cache *dcache;  /* off-node dynamic targets: regions and keys fetched ... */
-    unsigned dyn_fetches;          /* ... how many times ... */
+    _Atomic unsigned dyn_fetches;  /* ... how many times ... */
     struct rma_dyn_cache *dyn_old; /* ... the copies a fetch replaced, whose keys and mappings
                                       operations may still use (rma_win_dyn_done) ... */
     _Atomic int dyn_nold;          /* ... how many */
-    _Atomic int dyn_users;         /* spans of the target being issued (rma_win_dyn_use) */
+    _Atomic uint64_t dyn_users;    /* low 32 bits: spans of the target being issued
+                                      (rma_win_dyn_use); high: times that count fell to 0 */
     MPI_Win peer_win;              /* the target's handle of this window ... */
     uint32_t peer_serial;          /* ... and its serial number there */
     struct rma_lazy_lock *lazy;    /* a shared lock MPI_Win_lock left for later (sync/lock.c) */
@@ -414,11 +415,13 @@ void rma_win_dyn_reclaim(rma_win_t *win, int t);
 static inline void rma_win_dyn_done(rma_win_t *win, int t)
 {
     rma_target_t *tg = &win->targets[t];
+    uint64_t w = atomic_load_explicit(&tg->dyn_users, memory_order_relaxed), n;
 
-    /* seq_cst with the fetch's count of replaced copies and its load of dyn_users: one of the
-     * two sees the other, so a replaced copy is stamped by one of them */
-    if (atomic_fetch_sub_explicit(&tg->dyn_users, 1, memory_order_seq_cst) == 1 &&
-        atomic_load_explicit(&tg->dyn_nold, memory_order_seq_cst) > 0)
+    do { /* the last span out counts the quiet moment in the same step */
+        n = w - 1 + ((uint32_t)w == 1 ? (uint64_t)1 << 32 : 0);
+    } while (!atomic_compare_exchange_weak_explicit(&tg->dyn_users, &w, n, memory_order_seq_cst,
+                                                    memory_order_relaxed));
+    if ((uint32_t)w == 1 && atomic_load_explicit(&tg->dyn_nold, memory_order_seq_cst) > 0)
         rma_win_dyn_reclaim(win, t);
 }
 

@@ -48,7 +48,8 @@ typedef struct rma_dyn_cache {
     int n;
     rma_nm_tgt_t *nm;
     struct rma_dyn_cache *next; /* replaced copies (rma_target_t.dyn_old) ... */
-    unsigned stamp;             /* ... the target's nm.issued when no span used it ... */
+    uint32_t quiets;            /* ... dyn_users' count of quiet moments when replaced ... */
+    unsigned stamp;             /* ... the target's nm.issued after a later one ... */
     int stamped;                /* ... once that was seen */
     struct dyn_entry {
         uint64_t base, len;
@@ -218,21 +219,22 @@ static struct dyn_entry *moved_mapped(rma_dyn_cache_t *c, const dyn_wire_t *e)
 }
 
 /* Frees the copies of target t's table that a fetch replaced once nothing uses their keys
- * or mappings (win->mtx held). A replaced copy is stamped with the count of operations
- * issued to t when no span of t is seen in use (every span that could hold its hits has
- * been issued: rma_win_dyn_done), and freed once a flush covers that count: UCX may still
- * read a key for an operation it has not completed, and the agent's copies may still go
- * through a mapping. */
+ * or mappings (win->mtx held). Every span that could hold a replaced copy's hits began
+ * before it was replaced; once no span of t was in use at some moment after that (a quiet
+ * moment counted by rma_win_dyn_done, or none in use now), all of them have issued, and the
+ * copy is stamped with the count of operations issued to t. It is freed once a flush
+ * covers that count: UCX may still read a key for an operation it has not completed, and
+ * the agent's copies may still go through a mapping. */
 static void dyn_reclaim(rma_win_t *win, int t)
 {
     rma_target_t *tg = &win->targets[t];
-    int idle = atomic_load_explicit(&tg->dyn_users, memory_order_seq_cst) == 0;
+    uint64_t users = atomic_load_explicit(&tg->dyn_users, memory_order_seq_cst);
     unsigned issued = atomic_load_explicit(&tg->nm.issued, memory_order_acquire);
     rma_dyn_cache_t **at = &tg->dyn_old, *c;
     int drained = 0;
 
     while ((c = *at) != NULL) {
-        if (!c->stamped && idle) {
+        if (!c->stamped && ((uint32_t)users == 0 || (uint32_t)(users >> 32) != c->quiets)) {
             c->stamp = issued;
             c->stamped = 1;
         }
@@ -254,7 +256,7 @@ static int dcache_fetch(rma_win_t *win, int t)
     rma_target_t *tg = &win->targets[t];
     dyn_wait_t w = {.left = 1};
     dyn_req_t q = {(uint64_t)(uintptr_t)&w, (int32_t)tg->peer_win, 0};
-    rma_dyn_cache_t *c;
+    rma_dyn_cache_t *c, *old_copy = tg->dcache;
     const dyn_reply_t *h;
     size_t off;
     int rc, quiet;
@@ -287,6 +289,9 @@ static int dcache_fetch(rma_win_t *win, int t)
         c->r[i].atomic = (int)e.atomic;
         c->r[i].key = tg->nm.ops->key_open(&tg->nm, w.buf + off);
         c->r[i].map = tg->nm.ops->key_ptr(c->r[i].key, e.base);
+        if (c->r[i].key == NULL) /* not reached at all rather than under the window's key:
+                                    an access to it fails as one to unattached memory */
+            c->r[i].len = 0;
         off += e.key_len;
         if (e.map_key_len > 0 && (old = moved_mapped(tg->dcache, &e)) != NULL) {
             c->r[i].mkey = old->mkey; /* mapped before: kept */
@@ -304,13 +309,15 @@ static int dcache_fetch(rma_win_t *win, int t)
         c->n++;
     }
     free(w.buf);
-    if (tg->dcache != NULL) { /* kept while operations may use its keys and mappings */
-        tg->dcache->next = tg->dyn_old;
-        tg->dyn_old = tg->dcache;
+    tg->dcache = c;
+    if (old_copy != NULL) { /* kept while operations may use its keys and mappings */
+        old_copy->next = tg->dyn_old;
+        old_copy->quiets =
+            (uint32_t)(atomic_load_explicit(&tg->dyn_users, memory_order_seq_cst) >> 32);
+        tg->dyn_old = old_copy;
         atomic_fetch_add_explicit(&tg->dyn_nold, 1, memory_order_seq_cst);
     }
-    tg->dcache = c;
-    tg->dyn_fetches++;
+    atomic_fetch_add_explicit(&tg->dyn_fetches, 1, memory_order_release);
     dyn_reclaim(win, t);
     return 0;
 }
@@ -375,6 +382,8 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
      * and allocated again) is then found, not the old one's mapping or key. Where it costs
      * a round trip, an origin whose epoch spans such a detach and attach sees the new
      * region from its next epoch or MPI_Barrier on (doc/protocols.md). */
+    if (tg->dyn_old != NULL) /* replaced copies a quiet moment or a flush may free now */
+        dyn_reclaim(win, t);
     n = dcache_lookup(tg->dcache, addr, len, hits, max);
     gen = seq != NULL ? atomic_load_explicit(seq, memory_order_acquire) : 0;
     look = n == 0 || tg->dcache->checked != win->sync_gen || tg->dcache->barriers != barriers ||

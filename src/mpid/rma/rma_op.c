@@ -483,8 +483,7 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
     if ((rc = rma_origin_span_check(win, od, ocount, "origin", func)) != MPI_SUCCESS)
         return rc;
-    /* a copy the agent still makes could touch the same bytes, or a mapping that resolving
-     * may replace */
+    /* a copy the agent still makes could touch the same bytes */
     rma_xfer_drain(win);
     rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
     if (rc == MPI_SUCCESS && obytes != tbytes)
