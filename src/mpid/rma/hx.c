@@ -21,10 +21,14 @@
 #include "sync/sync.h"
 #include "sync/wait.h"
 
-#define HX_MAX_REC   1024       /* records in one request */
-#define HX_MAX_BYTES (4u << 20) /* data bytes in one request (RMA_HX_MSG is at most this) */
-#define HX_MIN_RUNS  16
-#define HX_FEW_REC   16 /* the agent copies a request of at most this many records on its stack */
+#define HX_MAX_REC       1024       /* records in one request */
+#define HX_MAX_BYTES     (4u << 20) /* data bytes in one request (RMA_HX_MSG is at most this) */
+/* An accumulate-family call is one request, whole or not at all (doc/atomicity.md: atomic as
+ * a whole call), so its limits are wider; a larger call takes the origin-side path */
+#define HX_ACC_MAX_REC   (1u << 16)
+#define HX_ACC_MAX_BYTES (64u << 20)
+#define HX_MIN_RUNS      16
+#define HX_FEW_REC       16 /* the agent copies a request of at most this many records on its stack */
 
 _Static_assert(sizeof(rma_hx_hdr_t) + sizeof(rma_hx_rec_t) <= RMA_NM_AM_HDR_MAX,
                "a rendezvous request's header and record travel as the message's header");
@@ -177,17 +181,17 @@ void rma_hx_done(rma_hx_t *hx)
     hx->pieces = hx->bytes = 0;
 }
 
-/* Fills one request's records from runs[*ri], piece *rp on: at most HX_MAX_REC records and
+/* Fills one request's records from runs[*ri], piece *rp on: at most max_rec records and
  * max_bytes of data, packed into data when it is not NULL (put) from lbase plus the runs'
  * local addresses (lbase NULL: they are addresses). Advances (*ri, *rp); returns the number
  * of records and their bytes in *bytes. */
 static uint32_t hx_fill(const rma_hx_t *hx, int *ri, uint64_t *rp, rma_hx_rec_t *recs, char *data,
-                        const char *lbase, size_t max_bytes, uint64_t *bytes)
+                        const char *lbase, uint32_t max_rec, size_t max_bytes, uint64_t *bytes)
 {
     uint32_t n = 0;
     uint64_t used = 0;
 
-    while (*ri < hx->nruns && n < HX_MAX_REC) {
+    while (*ri < hx->nruns && n < max_rec) {
         const rma_hx_run_t *r = &hx->runs[*ri];
         uint64_t room = (max_bytes - used) / r->len, k = r->count - *rp;
 
@@ -306,7 +310,7 @@ static int hx_get_post(rma_nm_tgt_t *nm, rma_hx_t *hx, int *ri, uint64_t *rp, rm
 {
     int first = *ri;
     uint64_t skip = *rp, bytes;
-    uint32_t nrec = hx_fill(hx, ri, rp, recs, NULL, NULL, nm->hx_msg, &bytes);
+    uint32_t nrec = hx_fill(hx, ri, rp, recs, NULL, NULL, HX_MAX_REC, nm->hx_msg, &bytes);
     int nruns = (*rp == 0 ? *ri : *ri + 1) - first, rc;
     hx_wait_t *w;
     rma_hx_hdr_t h;
@@ -374,7 +378,7 @@ static int hx_send(rma_hx_t *hx, int held)
                 gets++;
             continue;
         }
-        nrec = hx_fill(hx, &ri, &rp, recs, data, NULL, max_bytes, &bytes);
+        nrec = hx_fill(hx, &ri, &rp, recs, data, NULL, HX_MAX_REC, max_bytes, &bytes);
         if (nrec == 0) { /* a piece larger than a request (RMA_HX_PIECE > RMA_HX_MSG) */
             rc = -EINVAL;
             break;
@@ -941,7 +945,7 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     uint64_t rp = 0, bytes, lo, hi;
     rma_hx_hdr_t h;
 
-    if (hx->nruns > HX_MAX_REC || hx->bytes > HX_MAX_BYTES)
+    if ((uint32_t)hx->nruns > HX_ACC_MAX_REC || hx->bytes > HX_ACC_MAX_BYTES)
         return -ENOSPC;
     hx_span(hx, &lo, &hi);
     if ((rc = rma_hx_order(hx->win, hx->trank, lo, hi, RMA_HX_ORD_ACC, 0)) != 0)
@@ -960,7 +964,7 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
      * addresses are offsets in the packed elements); the answer is unpacked along them
      * into rpk. NO_OP: no data, the records alone */
     if (hx_fill(hx, &ri, &rp, (rma_hx_rec_t *)body, opk != NULL ? body + rbytes + cmp : NULL, opk,
-                HX_MAX_BYTES, &bytes) != (uint32_t)hx->nruns) {
+                HX_ACC_MAX_REC, HX_ACC_MAX_BYTES, &bytes) != (uint32_t)hx->nruns) {
         rc = -ENOSPC;
         goto out;
     }
@@ -1103,8 +1107,11 @@ static const char *hx_check(const rma_hx_hdr_t *h, size_t hlen, size_t len, rma_
     if ((h->flags & RMA_HX_F_NOTE) && hx_note_word(win, h->note_off) == NULL)
         return "notification outside the ranks' control words and posts";
     /* no records: a notification alone, which nobody answers */
-    if ((h->nrec == 0 && (!(h->flags & RMA_HX_F_QUIET) || h->bytes != 0)) || h->nrec > HX_MAX_REC ||
-        h->bytes > ((h->flags & RMA_HX_F_RNDV) ? RMA_RNDV_MAX : HX_MAX_BYTES))
+    if ((h->nrec == 0 && (!(h->flags & RMA_HX_F_QUIET) || h->bytes != 0)) ||
+        h->nrec > (h->kind == RMA_HX_ACC ? HX_ACC_MAX_REC : HX_MAX_REC) ||
+        h->bytes > ((h->flags & RMA_HX_F_RNDV) ? RMA_RNDV_MAX
+                    : h->kind == RMA_HX_ACC    ? HX_ACC_MAX_BYTES
+                                               : HX_MAX_BYTES))
         return "record count or length out of range";
     rbytes = (size_t)h->nrec * sizeof(rma_hx_rec_t);
     if (len < rbytes)
