@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static _Atomic int gone; /* world rank + 1 of the first peer reported gone; 0: none */
@@ -56,8 +57,13 @@ static void gone_end(int w)
     PMPI_Comm_rank(MPI_COMM_WORLD, &me);
     fprintf(stderr,
             "librma: rank %d (pid %d): peer world rank %d is gone (%s); its operations and "
-            "synchronizations can never complete: ending the job\n",
-            me, (int)getpid(), w, why != NULL ? why : "transport error");
+            "synchronizations can never complete: ending the job%s\n",
+            me, (int)getpid(), w, why != NULL ? why : "transport error",
+            /* UCX's keepalive cannot tell a dead peer from one that never drives its worker */
+            why != NULL && strstr(why, "timeout") != NULL
+                ? " (a live peer looks the same when it runs with RMA_AGENT=off and makes no "
+                  "MPI call for longer than UCX's keepalive allows)"
+                : "");
     fflush(stderr);
     PMPI_Abort(MPI_COMM_WORLD, 1);
     _exit(1); /* MPI_Abort does not return; this is in case the process manager is gone */
