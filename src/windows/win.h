@@ -193,8 +193,7 @@ typedef struct rma_target {
     struct rma_dyn_cache *dcache;  /* off-node dynamic targets: regions and keys fetched ... */
     _Atomic unsigned dyn_fetches;  /* ... how many times ... */
     struct rma_dyn_cache *dyn_old; /* ... the copies a fetch replaced, whose keys and mappings
-                                      operations may still use (rma_win_dyn_done) ... */
-    _Atomic int dyn_nold;          /* ... how many */
+                                      operations may still use (rma_win_dyn_done) */
     _Atomic uint64_t dyn_users;    /* low 32 bits: spans of the target being issued
                                       (rma_win_dyn_use); high: times that count fell to 0 */
     MPI_Win peer_win;              /* the target's handle of this window ... */
@@ -410,8 +409,6 @@ static inline void rma_win_dyn_use(rma_win_t *win, int t)
     atomic_fetch_add_explicit(&win->targets[t].dyn_users, 1, memory_order_seq_cst);
 }
 
-void rma_win_dyn_reclaim(rma_win_t *win, int t);
-
 static inline void rma_win_dyn_done(rma_win_t *win, int t)
 {
     rma_target_t *tg = &win->targets[t];
@@ -421,8 +418,6 @@ static inline void rma_win_dyn_done(rma_win_t *win, int t)
         n = w - 1 + ((uint32_t)w == 1 ? (uint64_t)1 << 32 : 0);
     } while (!atomic_compare_exchange_weak_explicit(&tg->dyn_users, &w, n, memory_order_seq_cst,
                                                     memory_order_relaxed));
-    if ((uint32_t)w == 1 && atomic_load_explicit(&tg->dyn_nold, memory_order_seq_cst) > 0)
-        rma_win_dyn_reclaim(win, t);
 }
 
 /* Calls fn on every live window, holding the table's lock (the progress agent). */

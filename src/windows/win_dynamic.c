@@ -224,7 +224,8 @@ static struct dyn_entry *moved_mapped(rma_dyn_cache_t *c, const dyn_wire_t *e)
  * moment counted by rma_win_dyn_done, or none in use now), all of them have issued, and the
  * copy is stamped with the count of operations issued to t. It is freed once a flush
  * covers that count: UCX may still read a key for an operation it has not completed, and
- * the agent's copies may still go through a mapping. */
+ * the agent's copies may still go through a mapping. Run by each lookup of t while copies
+ * are kept, and after each fetch. */
 static void dyn_reclaim(rma_win_t *win, int t)
 {
     rma_target_t *tg = &win->targets[t];
@@ -245,7 +246,6 @@ static void dyn_reclaim(rma_win_t *win, int t)
         if (!drained++)
             rma_xfer_drain(win);
         *at = c->next;
-        atomic_fetch_sub_explicit(&tg->dyn_nold, 1, memory_order_relaxed);
         dcache_free(&tg->nm, c);
     }
 }
@@ -315,18 +315,10 @@ static int dcache_fetch(rma_win_t *win, int t)
         old_copy->quiets =
             (uint32_t)(atomic_load_explicit(&tg->dyn_users, memory_order_seq_cst) >> 32);
         tg->dyn_old = old_copy;
-        atomic_fetch_add_explicit(&tg->dyn_nold, 1, memory_order_seq_cst);
     }
     atomic_fetch_add_explicit(&tg->dyn_fetches, 1, memory_order_release);
     dyn_reclaim(win, t);
     return 0;
-}
-
-void rma_win_dyn_reclaim(rma_win_t *win, int t)
-{
-    pthread_mutex_lock(&win->mtx);
-    dyn_reclaim(win, t);
-    pthread_mutex_unlock(&win->mtx);
 }
 
 /* The cached regions of t covering [addr, addr+len) into hits: how many (0 when a byte is

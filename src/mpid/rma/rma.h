@@ -165,9 +165,8 @@ int rma_dtl_err(rma_win_t *win, const char *func, int rc, const char *side);
 int rma_origin_span_check(rma_win_t *win, const struct rma_dtl *dtl, MPI_Aint count,
                           const char *side, const char *func);
 
-/* Frees what rma_target_resolve allocated for a span. For an off-node dynamic target it may
- * also free replaced copies of its region table (win->mtx, the agent's copies drained,
- * remote keys closed): call it holding no lock of the target. */
+/* Frees what rma_target_resolve allocated for a span, and ends its use of an off-node
+ * dynamic target's keys and mappings (rma_win_dyn_done). */
 static inline void rma_tspan_done(rma_tspan_t *sp)
 {
     if (sp->maps != sp->map_buf)
