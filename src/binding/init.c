@@ -21,6 +21,7 @@
 #include "rma_ext.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"
+#include "windows/win.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -90,23 +91,6 @@ int MPI_Finalize(void)
 }
 RMA_PMPI(Finalize);
 
-/* The alignment an info asks of MPI_Alloc_mem (MPI-4.1 "mpi_minimum_memory_alignment", a
- * power of two), or 1. */
-static size_t info_alignment(MPI_Info info)
-{
-    char val[32];
-    int len = (int)sizeof(val), flag = 0;
-    unsigned long long a;
-
-    if (info == MPI_INFO_NULL ||
-        PMPI_Info_get_string(info, "mpi_minimum_memory_alignment", &len, val, &flag) !=
-            MPI_SUCCESS ||
-        !flag)
-        return 1;
-    a = strtoull(val, NULL, 0);
-    return a > 0 && (a & (a - 1)) == 0 && a <= (1ull << 30) ? (size_t)a : 1;
-}
-
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
     void *p;
@@ -116,7 +100,7 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
         return rma_err(NULL, "MPI_Alloc_mem", MPI_ERR_SIZE, "negative size %ld", (long)size);
     if (baseptr == NULL)
         return rma_err(NULL, "MPI_Alloc_mem", MPI_ERR_ARG, "baseptr is NULL");
-    p = rma_memreg_alloc((size_t)size, info_alignment(info));
+    p = rma_memreg_alloc((size_t)size, rma_info_alignment(info));
     if (p == NULL)
         return rma_err(NULL, "MPI_Alloc_mem", MPI_ERR_NO_MEM, "cannot allocate %ld bytes: %s%s",
                        (long)size, strerror(errno), rma_err_fd_hint(errno));

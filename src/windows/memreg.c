@@ -233,25 +233,6 @@ static void *net_alloc(size_t size)
     return addr;
 }
 
-/* Where a block of len bytes starting at a multiple of align can go: a reservation of
- * len + align bytes trimmed to that block (inaccessible until mapped over); NULL on
- * failure. */
-static void *aligned_place(size_t len, size_t align)
-{
-    char *r =
-        mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    char *a;
-
-    if (r == MAP_FAILED)
-        return NULL;
-    a = (char *)(((uintptr_t)r + align - 1) & ~(uintptr_t)(align - 1));
-    if (a > r)
-        munmap(r, (size_t)(a - r));
-    if (r + len + align > a + len)
-        munmap(a + len, (size_t)(r + len + align - (a + len)));
-    return a;
-}
-
 void *rma_memreg_alloc(size_t size, size_t align)
 {
     size_t page = rma_page_size();
@@ -261,7 +242,7 @@ void *rma_memreg_alloc(size_t size, size_t align)
 
     if (addr != NULL)
         return addr;
-    if (align > page && (at = aligned_place(len, align)) == NULL)
+    if (align > page && (at = rma_seg_place(len, align, 0)) == NULL)
         return NULL;
     rc = rma_seg_create(size, at, &addr, &fd);
     if (rc != 0) {

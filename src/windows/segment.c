@@ -174,14 +174,36 @@ int rma_seg_getfd(int pid, int fd)
 
 void *rma_seg_attach(const rma_seg_desc_t *desc)
 {
+    return rma_seg_attach_at(desc, NULL);
+}
+
+void *rma_seg_attach_at(const rma_seg_desc_t *desc, void *fixed)
+{
     void *addr = NULL;
     int fd = rma_seg_getfd(desc->pid, desc->fd);
 
     if (fd < 0)
         return NULL;
-    addr = mmap(NULL, desc->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    addr =
+        mmap(fixed, desc->len, PROT_READ | PROT_WRITE, MAP_SHARED | (fixed ? MAP_FIXED : 0), fd, 0);
     close(fd);
     return addr == MAP_FAILED ? NULL : addr;
+}
+
+void *rma_seg_place(size_t len, size_t align, size_t skew)
+{
+    char *r =
+        mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    char *a;
+
+    if (r == MAP_FAILED)
+        return NULL;
+    a = (char *)((((uintptr_t)r + skew + align - 1) & ~(uintptr_t)(align - 1)) - skew);
+    if (a > r)
+        munmap(r, (size_t)(a - r));
+    if (r + align > a)
+        munmap(a + len, (size_t)(r + align - a));
+    return a;
 }
 
 void rma_seg_detach(void *addr, size_t len)

@@ -31,6 +31,14 @@ int rma_seg_create(size_t len, void *fixed, void **addr_p, int *fd_p);
 /* Maps a peer's segment read-write. Returns the address, or NULL (errno set). */
 void *rma_seg_attach(const rma_seg_desc_t *desc);
 
+/* The same at `fixed` (replacing what is there), or anywhere when NULL. */
+void *rma_seg_attach_at(const rma_seg_desc_t *desc, void *fixed);
+
+/* A place for len bytes whose address plus skew is a multiple of align (a power of two):
+ * reserved and inaccessible until a segment is mapped over it (the `fixed` argument above);
+ * the caller unmaps it (rma_seg_detach) if none is. NULL (errno set) on failure. */
+void *rma_seg_place(size_t len, size_t align, size_t skew);
+
 /* Descriptor fd of process pid, here: duplicated with pidfd_getfd, or opened anew through
  * /proc/<pid>/fd (RMA_PIDFD=0, or pidfd_getfd missing or refused). -1 (errno set). */
 int rma_seg_getfd(int pid, int fd);

@@ -182,6 +182,23 @@ static long info_count(MPI_Info info, const char *key, long dflt)
     return errno == 0 && end != val && *end == '\0' && v >= 0 ? v : dflt;
 }
 
+size_t rma_info_alignment(MPI_Info info)
+{
+    char val[32], *end;
+    unsigned long long a;
+
+    val[0] = '\0';
+    info_str(info, "mpi_minimum_memory_alignment", val, sizeof(val));
+    if (val[0] == '\0')
+        return 1;
+    errno = 0;
+    a = strtoull(val, &end, 0);
+    return errno == 0 && end != val && *end == '\0' && a > 0 && (a & (a - 1)) == 0 &&
+                   a <= RMA_ALIGN_MAX
+               ? (size_t)a
+               : 1;
+}
+
 void rma_win_info_parse(rma_win_t *win, MPI_Info info)
 {
     rma_win_info_t *wi = &win->info;

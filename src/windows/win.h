@@ -496,6 +496,12 @@ int rma_locality_alone(void);
  * was not seen. */
 int rma_locality_cpus(void *used, size_t len, int *rank);
 
+/* The alignment info asks of new memory (MPI-4.1 "mpi_minimum_memory_alignment": a power of
+ * two, at most RMA_ALIGN_MAX), or 1 when it asks none (a malformed value is ignored). For
+ * MPI_Alloc_mem, MPI_Win_allocate and MPI_Win_allocate_shared. */
+#define RMA_ALIGN_MAX ((size_t)1 << 30)
+size_t rma_info_alignment(MPI_Info info);
+
 /* Parses info keys into win->info (defaults first). */
 void rma_win_info_parse(rma_win_t *win, MPI_Info info);
 

@@ -45,6 +45,7 @@ typedef struct rank_info {
     int32_t node_msg;   /* one node: this rank runs UCX for its same-node peers' requests */
     rma_seg_desc_t seg; /* create flavor: segment holding the window, fd -1 if none */
     uint64_t seg_base;  /* owner's address of that segment */
+    uint64_t align;     /* allocate flavors: where its memory must start (rma_info_alignment) */
     rma_seg_desc_t ctl; /* node leaders, create/dynamic flavors: the control segment */
 } rank_info_t;
 
@@ -352,22 +353,37 @@ static int win_seg_from_ucx(rma_win_t *win, size_t len, void **addr)
     return 1;
 }
 
+/* Where the control segment of ctl_len bytes goes so that the window data after it starts
+ * at a multiple of align: anywhere (NULL) up to a page, else a reserved place. */
+static int win_seg_place(size_t len, size_t ctl_len, size_t align, void **at)
+{
+    *at = NULL;
+    if (align <= rma_page_size())
+        return 0;
+    *at = rma_seg_place(len, align, ctl_len);
+    return *at == NULL ? -errno : 0;
+}
+
 /* A node's leader: creates the control segment with `data_len` bytes of window data
- * after it. */
-static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc, const char *func)
+ * after it, starting at a multiple of align. */
+static int win_ctl_create(rma_win_t *win, size_t data_len, size_t align, rma_seg_desc_t *desc,
+                          const char *func)
 {
     rma_ctl_t hdr;
     size_t ctl_len = ctl_layout(&hdr, win->nranks, win->post_rows),
            len = round_up(ctl_len + data_len, rma_page_size());
     ctl_ent_t e = {NULL, len, 0, -1, 0, 0};
+    void *at = NULL;
     int rc;
 
-    if (win_seg_from_ucx(win, len, &e.addr)) { /* no descriptor: nobody maps it */
+    if (align <= rma_page_size() && win_seg_from_ucx(win, len, &e.addr)) { /* nobody maps it */
         memset(e.addr, 0, ctl_len); /* the data is fresh pages (UCX's heap fallback aside) */
     } else if (data_len == 0 && pool_take(0, 0, len, &e)) {
         memset(e.addr, 0, len);
     } else {
-        rc = rma_seg_create(len, NULL, &e.addr, &e.fd);
+        if ((rc = win_seg_place(len, ctl_len, align, &at)) == 0 &&
+            (rc = rma_seg_create(len, at, &e.addr, &e.fd)) != 0 && at != NULL)
+            rma_seg_detach(at, len);
         if (rc != 0)
             return rma_err(NULL, func, MPI_ERR_NO_MEM,
                            "cannot create a %zu-byte shared segment: %s%s", len, strerror(-rc),
@@ -387,10 +403,15 @@ static int win_ctl_create(rma_win_t *win, size_t data_len, rma_seg_desc_t *desc,
     return MPI_SUCCESS;
 }
 
-/* The other ranks of the node: map the leader's control segment. */
-static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char *func)
+/* The other ranks of the node: map the leader's control segment, the window data after it
+ * at a multiple of align as in win_ctl_create. */
+static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, size_t align,
+                          const char *func)
 {
+    rma_ctl_t hdr;
+    void *at = NULL;
     ctl_ent_t e;
+    int rc;
 
     if (desc->len == 0)
         return rma_err(NULL, func, MPI_ERR_NO_MEM,
@@ -404,8 +425,16 @@ static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, const char
         win->ctl = win->seg;
         return MPI_SUCCESS;
     }
-    win->seg = rma_seg_attach(desc);
-    if (win->seg == NULL && errno == EMFILE)
+    rc = win_seg_place(desc->len, ctl_layout(&hdr, win->nranks, win->post_rows), align, &at);
+    win->seg = rc == 0 ? rma_seg_attach_at(desc, at) : NULL;
+    if (rc != 0)
+        errno = -rc;
+    else if (win->seg == NULL && at != NULL) {
+        rc = errno;
+        rma_seg_detach(at, desc->len);
+        errno = rc;
+    }
+    if (win->seg == NULL && (errno == EMFILE || errno == ENOMEM))
         return rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot map rank %d's shared segment: %s%s",
                        win->leader, strerror(errno), rma_err_fd_hint(errno));
     if (win->seg == NULL)
@@ -720,7 +749,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     win_node_msg_begin(win, &me);
     /* a leader that cannot make the segment sends none (length 0): the others fail too */
     if (win->rank == win->leader)
-        ctl_rc = win_ctl_create(win, 0, &me.ctl, func);
+        ctl_rc = win_ctl_create(win, 0, 1, &me.ctl, func);
     win->base = base;
     win->size = size;
     win->disp_unit = disp_unit;
@@ -742,7 +771,7 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
     if (rc == MPI_SUCCESS) {
         rc = ctl_rc;
         if (rc == MPI_SUCCESS && win->rank != win->leader)
-            rc = win_ctl_attach(win, &all[win->leader].ctl, func);
+            rc = win_ctl_attach(win, &all[win->leader].ctl, 1, func);
         rc = win_agree(win, comm, rc, func);
     }
     if (rc == MPI_SUCCESS)
@@ -803,7 +832,7 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
     rma_win_t *win = rma_win_new();
     rank_info_t me = {0}, *all = NULL;
     rma_seg_desc_t desc = {0}, *descs = NULL;
-    size_t ctl_len, data_len = 0, page = rma_page_size();
+    size_t ctl_len, data_len = 0, page = rma_page_size(), align = 1;
     size_t *offs = NULL;
     rma_ctl_t hdr;
     int rc, contig, ctl_rc = MPI_SUCCESS;
@@ -820,6 +849,7 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
     win_net_begin(win, &me, func);
     me.size = (uint64_t)size;
     me.disp_unit = disp_unit;
+    me.align = rma_info_alignment(info);
     rc = win_exchange(win, comm, &me, &all, func);
     if (rc == MPI_SUCCESS && ((offs = malloc((size_t)win->nranks * sizeof(*offs))) == NULL ||
                               (descs = malloc((size_t)win->nranks * sizeof(*descs))) == NULL))
@@ -829,16 +859,24 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
         return win_fail(win, rc);
     }
     /* MPI_Win_allocate_shared is contiguous across ranks unless alloc_shared_noncontig;
-     * otherwise every rank's memory starts on its own page. A node's segment holds the
-     * memory of that node's ranks. */
+     * otherwise every rank's memory starts on its own page. A rank that asks for an
+     * alignment starts at a multiple of it (in a contiguous window, after padding), and the
+     * segment goes where its data starts at a multiple of the largest. A node's segment
+     * holds the memory of that node's ranks. */
     contig = shared && !win->info.alloc_shared_noncontig;
     for (int t = 0; t < win->nranks; t++) {
+        offs[t] = 0;
+        if (!win->targets[t].local)
+            continue;
+        data_len = round_up(data_len, contig || all[t].align > page ? all[t].align : page);
         offs[t] = data_len;
-        if (win->targets[t].local)
-            data_len += contig ? (size_t)all[t].size : round_up((size_t)all[t].size, page);
+        data_len += (size_t)all[t].size;
+        if (all[t].align > align)
+            align = all[t].align;
     }
     ctl_len = ctl_layout(&hdr, win->nranks, win->post_rows);
-    if (win->rank == win->leader && (ctl_rc = win_ctl_create(win, data_len, &desc, func)) != 0)
+    if (win->rank == win->leader &&
+        (ctl_rc = win_ctl_create(win, data_len, align, &desc, func)) != 0)
         desc.len = 0;
     if (win->net) /* every node's leader made one */
         PMPI_Allgather(&desc, sizeof(desc), MPI_BYTE, descs, sizeof(desc), MPI_BYTE, comm);
@@ -846,7 +884,7 @@ int rma_win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
         PMPI_Bcast(&desc, sizeof(desc), MPI_BYTE, win->leader, comm);
     if (win->net)
         desc = descs[win->leader];
-    rc = win->rank == win->leader ? ctl_rc : win_ctl_attach(win, &desc, func);
+    rc = win->rank == win->leader ? ctl_rc : win_ctl_attach(win, &desc, align, func);
     rc = win_agree(win, comm, rc, func);
     if (rc == MPI_SUCCESS) {
         /* the exchange in win_net_setup lets peers send requests to this rank's agent,
@@ -896,12 +934,12 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
     win_net_begin(win, &me, func);
     win_node_msg_begin(win, &me);
     if (win->rank == win->leader) /* as for MPI_Win_create */
-        ctl_rc = win_ctl_create(win, 0, &me.ctl, func);
+        ctl_rc = win_ctl_create(win, 0, 1, &me.ctl, func);
     rc = win_exchange(win, comm, &me, &all, func);
     if (rc == MPI_SUCCESS) {
         rc = ctl_rc;
         if (rc == MPI_SUCCESS && win->rank != win->leader)
-            rc = win_ctl_attach(win, &all[win->leader].ctl, func);
+            rc = win_ctl_attach(win, &all[win->leader].ctl, 1, func);
         if (rc == MPI_SUCCESS && (rc = rma_win_dyn_init(win)) != 0)
             rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot create the region table: %s%s",
                          strerror(-rc), rma_err_fd_hint(-rc));
