@@ -172,6 +172,6 @@ int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc)
 
 void rma_ctl_progress(rma_win_t *win)
 {
-    if (win->net)
+    if (win->net || win->node_msg) /* same-node peers' requests come through UCX too */
         rma_net->progress();
 }

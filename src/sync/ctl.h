@@ -196,7 +196,8 @@ int rma_ctl_notify_sent(rma_win_t *win, int t, size_t off, uint64_t v);
 /* Raises MPI_ERR_OTHER on the window for a network call to target t that failed with rc. */
 int rma_ctl_fail(rma_win_t *win, const char *func, int t, int rc);
 
-/* Lets the network move while a protocol waits (no-op when nothing is off-node): this
+/* Lets the network move while a protocol waits (no-op when no peer's requests come through
+ * UCX: nothing off-node, and no same-node requests, windows/win.h node_msg): this
  * process's operations, and its peers' on it when the agent is not serving them right now.
  * Called only where the caller holds no lock a request handler takes. */
 void rma_ctl_progress(rma_win_t *win);

@@ -92,8 +92,10 @@ int rma_sync_barrier(rma_win_t *win)
         atomic_fetch_add_explicit(&ctl->bar_round, 1, memory_order_release);
         return MPI_SUCCESS;
     }
-    while (atomic_load_explicit(&ctl->bar_round, memory_order_acquire) == round)
+    while (atomic_load_explicit(&ctl->bar_round, memory_order_acquire) == round) {
+        rma_ctl_progress(win);
         rma_backoff(&bo);
+    }
     return MPI_SUCCESS;
 }
 
