@@ -53,9 +53,6 @@ int rma_post(rma_win_t *win, MPI_Group group, int assert)
                        (unsigned)assert);
     if (win->exposure_open)
         return rma_err(win, func, MPI_ERR_RMA_SYNC, "an exposure epoch is already open");
-    rc = rma_sync_leave_fence(win, func);
-    if (rc != MPI_SUCCESS)
-        return rc;
     ranks = malloc((size_t)win->nranks * sizeof(*ranks));
     if (ranks == NULL)
         return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
@@ -63,6 +60,11 @@ int rma_post(rma_win_t *win, MPI_Group group, int assert)
     if (n < 0) {
         free(ranks);
         return rma_err(win, func, MPI_ERR_GROUP, "the group is not a subgroup of the window");
+    }
+    /* only a call that goes ahead ends a fence epoch */
+    if ((rc = rma_sync_leave_fence(win, func)) != MPI_SUCCESS) {
+        free(ranks);
+        return rc;
     }
     atomic_thread_fence(memory_order_seq_cst);
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
@@ -89,12 +91,11 @@ int rma_start(rma_win_t *win, MPI_Group group, int assert)
                        (unsigned)assert);
     if (win->epoch != RMA_EPOCH_NONE && win->epoch != RMA_EPOCH_FENCE)
         return rma_err(win, func, MPI_ERR_RMA_SYNC, "an access epoch is already open");
-    rc = rma_sync_leave_fence(win, func);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    n = group_ranks(win, group, win->start_ranks);
+    n = group_ranks(win, group, win->start_ranks); /* unused until the epoch starts */
     if (n < 0)
         return rma_err(win, func, MPI_ERR_GROUP, "the group is not a subgroup of the window");
+    if ((rc = rma_sync_leave_fence(win, func)) != MPI_SUCCESS) /* as for a post */
+        return rc;
     for (int i = 0; i < n; i++) {
         int t = win->start_ranks[i];
         if (assert & MPI_MODE_NOCHECK) { /* its post was made: consumed, not waited for */

@@ -155,6 +155,14 @@ static void epochs(void)
     CHECK(win != MPI_WIN_NULL, "a failed Win_free must leave the handle");
     MPI_OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
     CHECK(v[0] == pat(right, 3), "fence get after refused calls: %d", v[0]);
+    /* a start or post refused for its group leaves an open fence epoch as it was */
+    MPI_OK(MPI_Win_fence(0, win));
+    MPI_ERRCLASS(MPI_Win_start(MPI_GROUP_NULL, 0, win), MPI_ERR_GROUP);
+    MPI_ERRCLASS(MPI_Win_post(MPI_GROUP_NULL, 0, win), MPI_ERR_GROUP);
+    v[0] = -1;
+    MPI_OK(MPI_Get(v, 1, MPI_INT, right, 3, 1, MPI_INT, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    CHECK(v[0] == pat(right, 3), "fence get after a refused start and post: %d", v[0]);
     /* an empty fence epoch may be followed by a lock */
     MPI_OK(MPI_Win_fence(0, win));
     MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
