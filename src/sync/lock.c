@@ -311,53 +311,62 @@ static int lock_all_release(rma_win_t *win)
  * open passive target epochs on one window. Threads of one process act like origins of
  * their own towards each other: a thread whose lock conflicts with another thread's epoch
  * waits for it (two shared locks, or two lock_all epochs, share the process's hold); a
- * thread that asks again for what it holds itself gets MPI_ERR_RMA_SYNC. win->mtx guards
- * the process's state; nobody holds it while waiting for a lock word. */
+ * thread that asks again for what it holds itself gets MPI_ERR_RMA_SYNC. The epoch is the
+ * process's, so any thread may end it: an unlock takes the calling thread's hold, or another
+ * thread's. win->mtx guards the process's state and the list of holds; nobody holds it
+ * while waiting for a lock word. */
 
-typedef struct held_lock {
-    rma_win_t *win;
+typedef struct rma_held_lock {
+    pthread_t thread;
     int rank; /* -1: lock_all */
 } held_lock_t;
 
-static __thread held_lock_t *held;
-static __thread int nheld, held_cap;
-
-static int held_find(rma_win_t *win, int rank)
+/* This thread's hold of rank (-1: lock_all) on win, or -1. */
+static int held_find(const rma_win_t *win, int rank)
 {
-    for (int i = 0; i < nheld; i++)
-        if (held[i].win == win && held[i].rank == rank)
+    pthread_t self = pthread_self();
+
+    for (int i = 0; i < win->nheld; i++)
+        if (win->held[i].rank == rank && pthread_equal(win->held[i].thread, self))
             return i;
     return -1;
 }
 
 /* 1 when this thread is inside an epoch of win: a lock on any target, or lock_all. */
-static int held_any(rma_win_t *win)
+static int held_any(const rma_win_t *win)
 {
-    for (int i = 0; i < nheld; i++)
-        if (held[i].win == win)
+    pthread_t self = pthread_self();
+
+    for (int i = 0; i < win->nheld; i++)
+        if (pthread_equal(win->held[i].thread, self))
             return 1;
     return 0;
 }
 
 static int held_add(rma_win_t *win, int rank)
 {
-    if (nheld == held_cap) {
-        int cap = held_cap ? 2 * held_cap : 8;
-        held_lock_t *p = realloc(held, (size_t)cap * sizeof(*p));
+    if (win->nheld == win->held_cap) {
+        int cap = win->held_cap ? 2 * win->held_cap : 4;
+        held_lock_t *p = realloc(win->held, (size_t)cap * sizeof(*p));
         if (p == NULL)
             return -1;
-        held = p;
-        held_cap = cap;
+        win->held = p;
+        win->held_cap = cap;
     }
-    held[nheld++] = (held_lock_t){win, rank};
+    win->held[win->nheld++] = (held_lock_t){pthread_self(), rank};
     return 0;
 }
 
+/* Ends a hold of rank (-1: lock_all): this thread's, else another thread's. */
 static void held_remove(rma_win_t *win, int rank)
 {
     int i = held_find(win, rank);
+
+    for (int k = 0; i < 0 && k < win->nheld; k++)
+        if (win->held[k].rank == rank)
+            i = k;
     if (i >= 0)
-        held[i] = held[--nheld];
+        win->held[i] = win->held[--win->nheld];
 }
 
 /* Waits for another thread's epoch to change (win->mtx held on entry and on return). */

@@ -293,10 +293,12 @@ typedef struct rma_win {
     int nlocks;                       /* targets locked with MPI_Win_lock */
     struct rma_lazy_lock *lazy_armed; /* the one lock left for later while no other is held
                                          (sync/lock.c), or NULL */
-    int lock_all_nocheck; /* MPI_Win_lock_all with MPI_MODE_NOCHECK: no lock words held */
-    int lock_all_holders; /* threads of ours inside MPI_Win_lock_all epochs */
-    int lock_all_pending; /* a thread of ours is acquiring lock_all's lock words */
-    int locks_pending;    /* threads of ours acquiring MPI_Win_lock lock words */
+    int lock_all_nocheck;       /* MPI_Win_lock_all with MPI_MODE_NOCHECK: no lock words held */
+    int lock_all_holders;       /* threads of ours inside MPI_Win_lock_all epochs */
+    int lock_all_pending;       /* a thread of ours is acquiring lock_all's lock words */
+    int locks_pending;          /* threads of ours acquiring MPI_Win_lock lock words */
+    struct rma_held_lock *held; /* which thread opened which of those epochs (sync/lock.c) */
+    int nheld, held_cap;
 
     /* attributes, name, error handler, info */
     MPI_Errhandler errhandler;

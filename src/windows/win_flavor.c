@@ -719,6 +719,7 @@ static void win_destroy(rma_win_t *win)
         close(win->seg_fd);
     free(win->targets);
     free(win->post_seen);
+    free(win->held);
     free(win->start_ranks);
     free(win->world);
     free(win->reps);

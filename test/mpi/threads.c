@@ -231,6 +231,27 @@ static void *joined_put(void *arg)
     return NULL;
 }
 
+/* Rank 0's second thread: twice opens an epoch on a->t (an exclusive lock, or lock_all)
+ * and puts, and the main thread ends it (the epoch is the process's). */
+static pthread_barrier_t handover;
+
+static void *handed_over(void *arg)
+{
+    join_arg_t *a = arg;
+
+    for (int k = 0; k < 2; k++) {
+        long v = a->v + k;
+        if (a->all)
+            MPI_OK(MPI_Win_lock_all(0, win));
+        else
+            MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, a->t, 0, win));
+        MPI_OK(MPI_Put(&v, 1, MPI_LONG, a->t, O_JOIN, 1, MPI_LONG, win));
+        pthread_barrier_wait(&handover); /* the main thread unlocks */
+        pthread_barrier_wait(&handover);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -344,6 +365,49 @@ int main(int argc, char **argv)
                   "%s: rank 0's thread put %ld under a joined lock and unlocked, rank %d "
                   "then found %ld",
                   all ? "lock_all" : "lock", v, t, got);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+
+    /* an epoch one thread opens, another may end: the first may then open it again */
+    for (int all = 0; all < 2; all++) {
+        int t = nprocs - 1;
+        long v = 5000 + 10 * all;
+        if (rank == 0) {
+            pthread_t b;
+            join_arg_t ja = {t, v, all};
+            pthread_barrier_init(&handover, NULL, 2);
+            pthread_create(&b, NULL, handed_over, &ja);
+            for (int k = 0; k < 2; k++) {
+                pthread_barrier_wait(&handover);
+                if (all)
+                    MPI_OK(MPI_Win_unlock_all(win));
+                else
+                    MPI_OK(MPI_Win_unlock(t, win));
+                MPI_Send(NULL, 0, MPI_BYTE, t, 78, MPI_COMM_WORLD);
+                MPI_Recv(NULL, 0, MPI_BYTE, t, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* read */
+                pthread_barrier_wait(&handover);
+            }
+            pthread_join(b, NULL);
+            pthread_barrier_destroy(&handover);
+            /* and the main thread's own epochs on that window still open */
+            MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
+            MPI_OK(MPI_Win_unlock(t, win));
+            MPI_OK(MPI_Win_lock_all(0, win));
+            MPI_OK(MPI_Win_unlock_all(win));
+        } else if (rank == t) {
+            for (int k = 0; k < 2; k++) {
+                long got;
+                MPI_Recv(NULL, 0, MPI_BYTE, 0, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
+                got = winmem[O_JOIN / sizeof(long)];
+                MPI_OK(MPI_Win_unlock(t, win));
+                CHECK(got == v + k,
+                      "%s opened by one thread of rank 0 and ended by another (round %d): "
+                      "rank %d found %ld, want %ld",
+                      all ? "lock_all" : "lock", k, t, got, v + k);
+                MPI_Send(NULL, 0, MPI_BYTE, 0, 79, MPI_COMM_WORLD);
+            }
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
