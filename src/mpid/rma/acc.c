@@ -1097,12 +1097,12 @@ static int acc_check_basic(rma_win_t *win, const rma_dtl_t *d, MPI_Aint count, M
  * that MPI_Type_create_f90_* returned (predefined too: rma_dtl_comb_predefined). */
 static int acc_is_predefined(MPI_Datatype dt)
 {
-    int ni, na, nt, comb;
+    int comb;
 
     if (rma_acc_type_class(dt) != RMA_AC_INVALID)
         return 1;
-    return PMPI_Type_get_envelope(dt, &ni, &na, &nt, &comb) == MPI_SUCCESS &&
-           comb != MPI_COMBINER_NAMED && rma_dtl_comb_predefined(comb);
+    return rma_dtl_combiner(dt, &comb) == MPI_SUCCESS && comb != MPI_COMBINER_NAMED &&
+           rma_dtl_comb_predefined(comb);
 }
 
 int rma_acc_slow(rma_win_t *win, int kind, const void *origin, MPI_Aint ocount, MPI_Datatype otype,

@@ -13,6 +13,7 @@
 #include "dtl.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -436,21 +437,79 @@ free_items:
     return rc;
 }
 
-static int build_contents(builder_t *b, MPI_Datatype t, int comb, int ni, int na, int nt,
-                          dtl_item_t *out, MPI_Datatype *basic_p)
+/* A type an MPI-4 large-count constructor (_c) made keeps its counts, block lengths, strides
+ * and displacements apart, in lc (subarray and darray keep their other arguments in ints);
+ * they are put back here into the classic constructor's ints and addrs (room for ni + nc
+ * and nc), so one builder serves both. MPI_ERR_TYPE when a value the classic constructor
+ * takes as an int does not fit one. */
+static int contents_classic(int comb, int *ni_p, int *ints, int *na_p, MPI_Aint *addrs,
+                            const MPI_Count *lc, int nc)
 {
-    int rc = MPI_SUCCESS;
-    int *ints = malloc((size_t)(ni > 0 ? ni : 1) * sizeof(int));
-    MPI_Aint *addrs = malloc((size_t)(na > 0 ? na : 1) * sizeof(MPI_Aint));
-    MPI_Datatype *types = malloc((size_t)(nt > 0 ? nt : 1) * sizeof(MPI_Datatype));
-    if (!ints || !addrs || !types) {
+    int ni = *ni_p, na = 0, nd = ni > 0 ? ints[0] : 0, nint = nc, lo = 0, fit = 1;
+
+    switch (comb) { /* lc[lo, nint) go to ints, lc[nint, nc) to addrs (as bytes) */
+    case MPI_COMBINER_HVECTOR: nint = 2; break;
+    case MPI_COMBINER_HINDEXED:
+    case MPI_COMBINER_STRUCT: nint = nc > 0 ? 1 + (int)lc[0] : 0; break;
+    case MPI_COMBINER_HINDEXED_BLOCK: nint = 2; break;
+    case MPI_COMBINER_RESIZED: nint = 0; break;
+    case MPI_COMBINER_SUBARRAY: /* ints: ndims, order; lc: sizes, subsizes, starts */
+        if (ni != 2 || nc != 3 * nd)
+            return MPI_ERR_TYPE;
+        ints[1 + nc] = ints[1];
+        lo = 1;
+        break;
+    case MPI_COMBINER_DARRAY: /* ints: size, rank, ndims, 3 x ndims, order; lc: gsizes */
+        nd = ni > 2 ? ints[2] : -1;
+        if (ni != 4 + 3 * nd || nc != nd)
+            return MPI_ERR_TYPE;
+        memmove(ints + 3 + nc, ints + 3, (size_t)(ni - 3) * sizeof(int));
+        lo = 3;
+        break;
+    default: break;
+    }
+    if (nint < 0 || nint > nc)
+        return MPI_ERR_TYPE;
+    for (int i = 0; i < nint; i++) {
+        fit &= lc[i] >= INT_MIN && lc[i] <= INT_MAX;
+        ints[lo + i] = (int)lc[i];
+    }
+    for (int i = nint; i < nc; i++)
+        addrs[na++] = (MPI_Aint)lc[i];
+    *ni_p = comb == MPI_COMBINER_SUBARRAY || comb == MPI_COMBINER_DARRAY ? ni + nc : nint;
+    *na_p = na;
+    return fit ? MPI_SUCCESS : MPI_ERR_TYPE;
+}
+
+static int build_contents(builder_t *b, MPI_Datatype t, int comb, MPI_Count cni, MPI_Count cna,
+                          MPI_Count cnc, MPI_Count cnt, dtl_item_t *out, MPI_Datatype *basic_p)
+{
+    int rc = MPI_SUCCESS, ni, na, nc, nt;
+    int *ints = NULL;
+    MPI_Aint *addrs = NULL;
+    MPI_Count *lc = NULL;
+    MPI_Datatype *types = NULL;
+
+    if (cni < 0 || cna < 0 || cnc < 0 || cnt < 0 || cni + cnc > INT_MAX || cna > INT_MAX ||
+        cnt > INT_MAX)
+        return MPI_ERR_TYPE;
+    ni = (int)cni, na = (int)cna, nc = (int)cnc, nt = (int)cnt;
+    ints = malloc((size_t)(ni + nc > 0 ? ni + nc : 1) * sizeof(int));
+    addrs = malloc((size_t)(na + nc > 0 ? na + nc : 1) * sizeof(MPI_Aint));
+    lc = malloc((size_t)(nc > 0 ? nc : 1) * sizeof(MPI_Count));
+    types = malloc((size_t)(nt > 0 ? nt : 1) * sizeof(MPI_Datatype));
+    if (!ints || !addrs || !lc || !types) {
         rc = MPI_ERR_NO_MEM;
+        nt = 0;
         goto free_arrays;
     }
-    if (PMPI_Type_get_contents(t, ni, na, nt, ints, addrs, types) != MPI_SUCCESS) {
+    if (PMPI_Type_get_contents_c(t, ni, na, nc, nt, ints, addrs, lc, types) != MPI_SUCCESS) {
         rc = MPI_ERR_TYPE;
+        nt = 0;
         goto free_arrays;
     }
+    if (nc > 0 && (rc = contents_classic(comb, &ni, ints, &na, addrs, lc, nc)) != MPI_SUCCESS)
+        goto free_types;
 
     dtl_item_t old = dtl_empty;
     MPI_Aint ext = 0;
@@ -502,14 +561,13 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, int ni, int na
 
 free_types:
     for (int i = 0; i < nt; i++) {
-        int ci, ca, ct, cc;
-        if (PMPI_Type_get_envelope(types[i], &ci, &ca, &ct, &cc) != MPI_SUCCESS)
-            continue;
-        if (!rma_dtl_comb_predefined(cc))
+        int cc;
+        if (rma_dtl_combiner(types[i], &cc) == MPI_SUCCESS && !rma_dtl_comb_predefined(cc))
             PMPI_Type_free(&types[i]);
     }
 free_arrays:
     free(types);
+    free(lc);
     free(addrs);
     free(ints);
     return rc;
@@ -535,8 +593,9 @@ static int build(builder_t *b, MPI_Datatype t, dtl_item_t *out, MPI_Datatype *ba
     if (!handle_is_datatype(h))
         return MPI_ERR_TYPE;
 
-    int ni, na, nt, comb;
-    if (PMPI_Type_get_envelope(t, &ni, &na, &nt, &comb) != MPI_SUCCESS)
+    MPI_Count ni, na, nc, nt;
+    int comb;
+    if (PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nt, &comb) != MPI_SUCCESS)
         return MPI_ERR_TYPE;
     if (rma_dtl_comb_predefined(comb)) {
         int size, tc = MPI_TYPECLASS_REAL;
@@ -555,7 +614,7 @@ static int build(builder_t *b, MPI_Datatype t, dtl_item_t *out, MPI_Datatype *ba
         }
         return MPI_SUCCESS;
     }
-    return build_contents(b, t, comb, ni, na, nt, out, basic_p);
+    return build_contents(b, t, comb, ni, na, nc, nt, out, basic_p);
 }
 
 /* public fields and fast-path descriptors from the root item */
@@ -710,10 +769,10 @@ free_layout:
  * handler swap on MPI_COMM_SELF) is paid once per committed type. */
 static int type_is_committed(MPI_Datatype type)
 {
-    int ni, na, nt, comb, size, rc;
+    int comb, size, rc;
     MPI_Errhandler eh;
 
-    if (PMPI_Type_get_envelope(type, &ni, &na, &nt, &comb) != MPI_SUCCESS)
+    if (rma_dtl_combiner(type, &comb) != MPI_SUCCESS)
         return 0;
     if (rma_dtl_comb_predefined(comb))
         return 1;

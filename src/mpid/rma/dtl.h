@@ -50,6 +50,15 @@ static inline int rma_dtl_comb_predefined(int comb)
            comb == MPI_COMBINER_F90_COMPLEX || comb == MPI_COMBINER_F90_INTEGER;
 }
 
+/* The combiner of any datatype, also one an MPI-4 large-count constructor (_c) made, whose
+ * classic envelope MPICH refuses. MPI_SUCCESS or an MPI error code. */
+static inline int rma_dtl_combiner(MPI_Datatype t, int *comb)
+{
+    MPI_Count ni, na, nc, nt;
+
+    return PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nt, comb);
+}
+
 /* Static table of builtin-kind predefined types, indexed by (handle & 0xff). */
 extern rma_dtl_t rma_dtl_builtin_table_[256];
 
