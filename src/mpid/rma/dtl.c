@@ -795,15 +795,20 @@ int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p)
     if (!handle_is_datatype(h))
         return MPI_ERR_TYPE;
 
+    int keyval, flag, rc;
+    void *val;
+    rma_dtl_t *d;
+
+    pthread_mutex_lock(&dtl_lock); /* threads: one keyval, made once */
     if (dtl_keyval == MPI_KEYVAL_INVALID &&
         PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, dtl_delete_fn, &dtl_keyval, NULL) !=
-            MPI_SUCCESS) {
+            MPI_SUCCESS)
         dtl_keyval = MPI_KEYVAL_INVALID;
+    keyval = dtl_keyval;
+    pthread_mutex_unlock(&dtl_lock);
+    if (keyval == MPI_KEYVAL_INVALID)
         return MPI_ERR_OTHER;
-    }
-    void *val;
-    int flag;
-    if (PMPI_Type_get_attr(type, dtl_keyval, &val, &flag) != MPI_SUCCESS)
+    if (PMPI_Type_get_attr(type, keyval, &val, &flag) != MPI_SUCCESS)
         return MPI_ERR_TYPE;
     if (flag) {
         *dtl_p = val;
@@ -811,16 +816,24 @@ int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p)
     }
     if (!type_is_committed(type))
         return MPI_ERR_TYPE;
-    rma_dtl_t *d;
-    int rc = build_derived(type, &d);
+    rc = build_derived(type, &d);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (PMPI_Type_set_attr(type, dtl_keyval, d) != MPI_SUCCESS) {
-        dtl_delete_fn(type, dtl_keyval, d, NULL);
-        return MPI_ERR_TYPE;
+    /* Another thread may have cached its own layout of the type meanwhile: that one stays
+     * (setting ours would make MPI free it under that thread's walk) and ours goes. */
+    pthread_mutex_lock(&dtl_lock);
+    if (PMPI_Type_get_attr(type, keyval, &val, &flag) != MPI_SUCCESS)
+        rc = MPI_ERR_TYPE;
+    else if (!flag && PMPI_Type_set_attr(type, keyval, d) != MPI_SUCCESS)
+        rc = MPI_ERR_TYPE;
+    pthread_mutex_unlock(&dtl_lock);
+    if (rc != MPI_SUCCESS || flag) {
+        dtl_delete_fn(type, keyval, d, NULL);
+        d = val;
     }
-    *dtl_p = d;
-    return MPI_SUCCESS;
+    if (rc == MPI_SUCCESS)
+        *dtl_p = d;
+    return rc;
 }
 
 void rma_dtl_finalize(void)
