@@ -117,6 +117,12 @@ static void run(int create)
     MPI_ERRCLASS(MPI_Get(NULL, 4, MPI_INT, right, 0, 4, MPI_INT, w), MPI_ERR_BUFFER);
     MPI_OK(MPI_Put(NULL, 0, MPI_INT, right, 0, 0, MPI_INT, w));
     MPI_OK(MPI_Get(NULL, 0, MPI_INT, right, 0, 0, MPI_INT, w));
+    /* other predefined handles as datatypes, the same on both sides */
+    MPI_ERRCLASS(MPI_Put(src, 1, (MPI_Datatype)MPI_COMM_WORLD, right, 0, 1,
+                         (MPI_Datatype)MPI_COMM_WORLD, w),
+                 MPI_ERR_TYPE);
+    MPI_ERRCLASS(MPI_Get(got, 1, (MPI_Datatype)MPI_SUM, right, 0, 1, (MPI_Datatype)MPI_SUM, w),
+                 MPI_ERR_TYPE);
     MPI_OK(MPI_Put(src, 4, MPI_INT, right, 4, 4, MPI_INT, w));
     MPI_OK(MPI_Get(got, 4, MPI_INT, right, 10, 4, MPI_INT, w));
     MPI_OK(MPI_Win_fence(0, w));

@@ -16,9 +16,10 @@
 #include "mpid/rma/agent.h"
 #include "windows/win.h"
 
-/* MPICH handle encoding: builtin datatypes have kind 01 in bits 31..30 and carry their size
- * in bits 15..8 (MPICH ABI, shared by every MPICH-family library). */
-#define RMA_DT_IS_BUILTIN(dt)   (((unsigned)(dt)&0xc0000000u) == 0x40000000u)
+/* MPICH handle encoding: builtin datatypes have kind 01 in bits 31..30, object type 0011
+ * (datatype) in bits 29..26, and carry their size in bits 15..8 (MPICH ABI, shared by every
+ * MPICH-family library). Other builtin handles (MPI_COMM_WORLD, MPI_SUM) are no datatype. */
+#define RMA_DT_IS_BUILTIN(dt)   (((unsigned)(dt)&0xfc000000u) == 0x4c000000u)
 #define RMA_DT_BUILTIN_SIZE(dt) (((unsigned)(dt) >> 8) & 0xffu)
 
 enum { RMA_PUT = 0, RMA_GET = 1 };
