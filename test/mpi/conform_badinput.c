@@ -118,9 +118,9 @@ static void run(int create)
     MPI_OK(MPI_Put(NULL, 0, MPI_INT, right, 0, 0, MPI_INT, w));
     MPI_OK(MPI_Get(NULL, 0, MPI_INT, right, 0, 0, MPI_INT, w));
     /* other predefined handles as datatypes, the same on both sides */
-    MPI_ERRCLASS(MPI_Put(src, 1, (MPI_Datatype)MPI_COMM_WORLD, right, 0, 1,
-                         (MPI_Datatype)MPI_COMM_WORLD, w),
-                 MPI_ERR_TYPE);
+    MPI_ERRCLASS(
+        MPI_Put(src, 1, (MPI_Datatype)MPI_COMM_WORLD, right, 0, 1, (MPI_Datatype)MPI_COMM_WORLD, w),
+        MPI_ERR_TYPE);
     MPI_ERRCLASS(MPI_Get(got, 1, (MPI_Datatype)MPI_SUM, right, 0, 1, (MPI_Datatype)MPI_SUM, w),
                  MPI_ERR_TYPE);
     MPI_OK(MPI_Put(src, 4, MPI_INT, right, 4, 4, MPI_INT, w));
