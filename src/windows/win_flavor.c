@@ -555,7 +555,7 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
                          size_t len, const char *func)
 {
     net_info_t me = {0}, *in;
-    int need = 0, rc, *lens = NULL, *displs = NULL, total = 0, bad = -1;
+    int need = 0, rc, *lens = NULL, *displs = NULL, total = 0;
     char *mine = NULL, *every = NULL;
     rma_nm_mem_t *cm = NULL, *dm = NULL;
     /* the data's exposure: its own (dm), or that of the MPI_Alloc_mem block it lies in */
@@ -619,7 +619,6 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
         }
         in = (net_info_t *)(every + displs[t]);
         if (in->err) {
-            bad = t;
             rc = rma_err(NULL, func, MPI_ERR_OTHER,
                          "rank %d could not register its window memory with UCX", t);
             break;
@@ -666,9 +665,9 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
         if (tg->nm.ctl_key == NULL || tg->nm.data_key == NULL)
             rc = rma_err(NULL, func, MPI_ERR_OTHER, "cannot unpack rank %d's UCX remote key", t);
     }
-    (void)bad;
     free(every), free(lens), free(displs);
-    return rc;
+    /* an endpoint or a key can fail on one rank alone: then no rank returns the window */
+    return win_agree(win, comm, rc, func);
 }
 
 /* Undoes win_begin/win_map_ctl and whatever targets were mapped; frees the object. */
