@@ -31,24 +31,30 @@ typedef struct keyval {
     int refcnt; /* 1 for the user's handle until MPI_Win_free_keyval, +1 per attribute */
 } keyval_t;
 
-static pthread_mutex_t kv_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards the keyval table and every window's attribute list (not hot). Nobody holds it while
+ * a delete callback runs: a callback may call MPI, on this window and its keyvals too. */
+static pthread_mutex_t attr_lock = PTHREAD_MUTEX_INITIALIZER;
 static keyval_t *keyvals;
 static int nkeyvals;
 
-static keyval_t *keyval_get(int handle)
+/* The index of a live keyval handle, or -1 (attr_lock held). */
+static int keyval_index(int handle)
 {
     int idx = handle & ~KEYVAL_MASK;
 
     if ((handle & KEYVAL_MASK) != KEYVAL_TAG || idx >= nkeyvals || keyvals[idx].refcnt <= 0)
-        return NULL;
-    return &keyvals[idx];
+        return -1;
+    return idx;
 }
 
-static void keyval_unref(keyval_t *kv)
+static int keyval_live(int handle)
 {
-    pthread_mutex_lock(&kv_lock);
-    kv->refcnt--;
-    pthread_mutex_unlock(&kv_lock);
+    int live;
+
+    pthread_mutex_lock(&attr_lock);
+    live = keyval_index(handle) >= 0;
+    pthread_mutex_unlock(&attr_lock);
+    return live;
 }
 
 int MPI_Win_create_keyval(MPI_Win_copy_attr_function *copy_fn,
@@ -58,20 +64,20 @@ int MPI_Win_create_keyval(MPI_Win_copy_attr_function *copy_fn,
 
     if (keyval == NULL)
         return rma_err(NULL, "MPI_Win_create_keyval", MPI_ERR_ARG, "keyval is NULL");
-    pthread_mutex_lock(&kv_lock);
+    pthread_mutex_lock(&attr_lock);
     for (idx = 0; idx < nkeyvals && keyvals[idx].refcnt > 0; idx++)
         ;
     if (idx == nkeyvals) {
         keyval_t *p = realloc(keyvals, (size_t)(nkeyvals + 1) * sizeof(*p));
         if (p == NULL) {
-            pthread_mutex_unlock(&kv_lock);
+            pthread_mutex_unlock(&attr_lock);
             return rma_err(NULL, "MPI_Win_create_keyval", MPI_ERR_NO_MEM, "out of memory");
         }
         keyvals = p;
         nkeyvals++;
     }
     keyvals[idx] = (keyval_t){copy_fn, delete_fn, extra_state, NULL, 1};
-    pthread_mutex_unlock(&kv_lock);
+    pthread_mutex_unlock(&attr_lock);
     *keyval = KEYVAL_TAG | idx;
     return MPI_SUCCESS;
 }
@@ -79,12 +85,16 @@ RMA_PMPI(Win_create_keyval);
 
 int MPI_Win_free_keyval(int *keyval)
 {
-    keyval_t *kv;
+    int idx;
 
-    if (keyval == NULL || (kv = keyval_get(*keyval)) == NULL)
+    pthread_mutex_lock(&attr_lock);
+    idx = keyval != NULL ? keyval_index(*keyval) : -1;
+    if (idx >= 0)
+        keyvals[idx].refcnt--;
+    pthread_mutex_unlock(&attr_lock);
+    if (idx < 0)
         return rma_err(NULL, "MPI_Win_free_keyval", MPI_ERR_KEYVAL,
                        "not a window keyval (or freed already)");
-    keyval_unref(kv);
     *keyval = MPI_KEYVAL_INVALID;
     return MPI_SUCCESS;
 }
@@ -93,13 +103,16 @@ RMA_PMPI(Win_free_keyval);
 /* The predefined keyvals: C's, and Fortran's (C's + 1, MPICH's MPII_ATTR_C_TO_FORTRAN). */
 static int is_predefined(int keyval)
 {
-    int c = keyval & ~1;
+    static const int c[] = {MPI_WIN_BASE, MPI_WIN_SIZE, MPI_WIN_DISP_UNIT, MPI_WIN_CREATE_FLAVOR,
+                            MPI_WIN_MODEL};
 
-    return c == MPI_WIN_BASE || c == MPI_WIN_SIZE || c == MPI_WIN_DISP_UNIT ||
-           c == MPI_WIN_CREATE_FLAVOR || c == MPI_WIN_MODEL;
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+        if (keyval == c[i] || keyval == c[i] + 1)
+            return 1;
+    return 0;
 }
 
-static int attr_find(rma_win_t *win, int keyval)
+static int attr_find(const rma_win_t *win, int keyval)
 {
     for (int i = 0; i < win->nattrs; i++)
         if (win->attrs[i].keyval == keyval)
@@ -107,52 +120,82 @@ static int attr_find(rma_win_t *win, int keyval)
     return -1;
 }
 
-/* Calls the delete callback of attribute i; MPI_SUCCESS or the callback's error. */
-static int attr_delete(rma_win_t *win, int i)
+/* Takes attribute i off the window, keeping the others in the order they were set, and
+ * copies its keyval's callbacks into *kv (attr_lock held). */
+static rma_attr_t attr_take(rma_win_t *win, int i, keyval_t *kv)
 {
-    keyval_t *kv = &keyvals[win->attrs[i].keyval & ~KEYVAL_MASK];
-    rma_attr_t *a = &win->attrs[i];
-    int rc = MPI_SUCCESS;
+    rma_attr_t a = win->attrs[i];
 
-    if (kv->delete_fn != NULL && kv->delete_proxy != NULL)
-        rc = kv->delete_proxy(kv->delete_fn, win->handle, a->keyval, a->kind, a->value,
-                              kv->extra_state);
-    else if (kv->delete_fn != NULL)
-        rc = kv->delete_fn(win->handle, a->keyval, a->value, kv->extra_state);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    keyval_unref(kv);
-    win->attrs[i] = win->attrs[--win->nattrs];
-    return MPI_SUCCESS;
+    *kv = keyvals[a.keyval & ~KEYVAL_MASK];
+    memmove(&win->attrs[i], &win->attrs[i + 1], (size_t)(win->nattrs - i - 1) * sizeof(a));
+    win->nattrs--;
+    return a;
 }
 
-static int attr_set(rma_win_t *win, int keyval, void *value, int kind, const char *func)
+/* Appends an attribute (attr_lock held); -1 when out of memory. */
+static int attr_put(rma_win_t *win, rma_attr_t a)
 {
-    int i, rc;
-
-    if (is_predefined(keyval))
-        return rma_err(win, func, MPI_ERR_KEYVAL, "predefined attributes are read-only");
-    if (keyval_get(keyval) == NULL)
-        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a window keyval", (unsigned)keyval);
-    i = attr_find(win, keyval);
-    if (i >= 0) {
-        rc = attr_delete(win, i);
-        if (rc != MPI_SUCCESS)
-            return rma_err(win, func, rc, "the delete callback of the old value failed");
-    }
     if (win->nattrs == win->attrs_cap) {
         int cap = win->attrs_cap ? 2 * win->attrs_cap : 4;
         rma_attr_t *p = realloc(win->attrs, (size_t)cap * sizeof(*p));
         if (p == NULL)
-            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
+            return -1;
         win->attrs = p;
         win->attrs_cap = cap;
     }
-    pthread_mutex_lock(&kv_lock);
-    keyvals[keyval & ~KEYVAL_MASK].refcnt++;
-    pthread_mutex_unlock(&kv_lock);
-    win->attrs[win->nattrs++] = (rma_attr_t){keyval, kind, value};
-    return MPI_SUCCESS;
+    win->attrs[win->nattrs++] = a;
+    return 0;
+}
+
+/* Runs the delete callback of attribute a, taken off the window (attr_lock not held). On
+ * success the attribute's hold of its keyval goes; on failure the attribute goes back
+ * unless the key was set again meanwhile. MPI_SUCCESS or the callback's error. */
+static int attr_delete(rma_win_t *win, rma_attr_t a, const keyval_t *kv)
+{
+    int rc = MPI_SUCCESS;
+
+    if (kv->delete_fn != NULL && kv->delete_proxy != NULL)
+        rc = kv->delete_proxy(kv->delete_fn, win->handle, a.keyval, a.kind, a.value,
+                              kv->extra_state);
+    else if (kv->delete_fn != NULL)
+        rc = kv->delete_fn(win->handle, a.keyval, a.value, kv->extra_state);
+    pthread_mutex_lock(&attr_lock);
+    if (rc == MPI_SUCCESS)
+        keyvals[a.keyval & ~KEYVAL_MASK].refcnt--;
+    else if (attr_find(win, a.keyval) < 0 && attr_put(win, a) != 0)
+        keyvals[a.keyval & ~KEYVAL_MASK].refcnt--; /* lost with the memory */
+    pthread_mutex_unlock(&attr_lock);
+    return rc;
+}
+
+static int attr_set(rma_win_t *win, int keyval, void *value, int kind, const char *func)
+{
+    keyval_t kv;
+    rma_attr_t old;
+    int i, idx, rc;
+
+    if (is_predefined(keyval))
+        return rma_err(win, func, MPI_ERR_KEYVAL, "predefined attributes are read-only");
+    for (;;) { /* an old value's callback runs unlocked; then look again */
+        pthread_mutex_lock(&attr_lock);
+        if ((idx = keyval_index(keyval)) < 0) {
+            pthread_mutex_unlock(&attr_lock);
+            return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a window keyval",
+                           (unsigned)keyval);
+        }
+        if ((i = attr_find(win, keyval)) < 0)
+            break;
+        old = attr_take(win, i, &kv);
+        pthread_mutex_unlock(&attr_lock);
+        rc = attr_delete(win, old, &kv);
+        if (rc != MPI_SUCCESS)
+            return rma_err(win, func, rc, "the delete callback of the old value failed");
+    }
+    rc = attr_put(win, (rma_attr_t){keyval, kind, value});
+    if (rc == 0)
+        keyvals[idx].refcnt++;
+    pthread_mutex_unlock(&attr_lock);
+    return rc == 0 ? MPI_SUCCESS : rma_err(win, func, MPI_ERR_NO_MEM, "out of memory");
 }
 
 /* Gets into *(void **)value what `kind` asks for: C (RMA_ATTR_PTR) gets the pointer set
@@ -182,7 +225,9 @@ static int attr_get(rma_win_t *win, int keyval, void *value, int *flag, int kind
     case MPI_WIN_MODEL + 1: *(intptr_t *)value = win->model; return MPI_SUCCESS;
     default: break;
     }
-    if (keyval_get(keyval) == NULL) {
+    pthread_mutex_lock(&attr_lock);
+    if (keyval_index(keyval) < 0) {
+        pthread_mutex_unlock(&attr_lock);
         *flag = 0;
         return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a window keyval", (unsigned)keyval);
     }
@@ -192,6 +237,7 @@ static int attr_get(rma_win_t *win, int keyval, void *value, int *flag, int kind
         *(void **)value = kind == RMA_ATTR_PTR && win->attrs[i].kind != RMA_ATTR_PTR
                               ? (void *)&win->attrs[i].value
                               : win->attrs[i].value;
+    pthread_mutex_unlock(&attr_lock);
     return MPI_SUCCESS;
 }
 
@@ -236,14 +282,14 @@ int MPII_Win_get_attr(MPI_Win handle, int keyval, void *value, int *flag, int ki
 
 void MPII_Keyval_set_proxy(int keyval, rma_attr_copy_proxy_t *copy, rma_attr_delete_proxy_t *del)
 {
-    keyval_t *kv;
+    int idx;
 
-    pthread_mutex_lock(&kv_lock);
-    kv = keyval_get(keyval);
-    if (kv != NULL)
-        kv->delete_proxy = del; /* copy callbacks are never called (file comment) */
-    pthread_mutex_unlock(&kv_lock);
-    if (kv == NULL && rma_mpi.Keyval_set_proxy != NULL)
+    pthread_mutex_lock(&attr_lock);
+    idx = keyval_index(keyval);
+    if (idx >= 0)
+        keyvals[idx].delete_proxy = del; /* copy callbacks are never called (file comment) */
+    pthread_mutex_unlock(&attr_lock);
+    if (idx < 0 && rma_mpi.Keyval_set_proxy != NULL)
         rma_mpi.Keyval_set_proxy(keyval, copy, del);
 }
 
@@ -251,16 +297,22 @@ int MPI_Win_delete_attr(MPI_Win handle, int keyval)
 {
     static const char func[] = "MPI_Win_delete_attr";
     rma_win_t *win;
+    keyval_t kv;
+    rma_attr_t a;
     int i, rc;
 
     RMA_WIN_GET(win, handle, func);
-    if (is_predefined(keyval) || keyval_get(keyval) == NULL)
+    if (is_predefined(keyval) || !keyval_live(keyval))
         return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a user window keyval",
                        (unsigned)keyval);
+    pthread_mutex_lock(&attr_lock);
     i = attr_find(win, keyval);
+    if (i >= 0)
+        a = attr_take(win, i, &kv);
+    pthread_mutex_unlock(&attr_lock);
     if (i < 0)
         return MPI_SUCCESS;
-    rc = attr_delete(win, i);
+    rc = attr_delete(win, a, &kv);
     if (rc != MPI_SUCCESS)
         return rma_err(win, func, rc, "the attribute's delete callback failed");
     return MPI_SUCCESS;
@@ -270,12 +322,21 @@ RMA_PMPI(Win_delete_attr);
 /* MPI_Win_free: delete every attribute, newest first; stops at a failing callback. */
 int rma_attr_delete_all(rma_win_t *win)
 {
-    while (win->nattrs > 0) {
-        int rc = attr_delete(win, win->nattrs - 1);
-        if (rc != MPI_SUCCESS)
+    for (;;) {
+        keyval_t kv;
+        rma_attr_t a;
+        int rc;
+
+        pthread_mutex_lock(&attr_lock);
+        if (win->nattrs == 0) {
+            pthread_mutex_unlock(&attr_lock);
+            return MPI_SUCCESS;
+        }
+        a = attr_take(win, win->nattrs - 1, &kv);
+        pthread_mutex_unlock(&attr_lock);
+        if ((rc = attr_delete(win, a, &kv)) != MPI_SUCCESS)
             return rma_err(win, "MPI_Win_free", rc, "an attribute's delete callback failed");
     }
-    return MPI_SUCCESS;
 }
 
 int MPI_Win_set_name(MPI_Win handle, const char *name)
