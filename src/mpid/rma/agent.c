@@ -46,7 +46,8 @@ static void doorbell_close(void)
 }
 
 static _Atomic int agent_stopping;
-static _Atomic int agent_bound; /* the agent runs bound to a core of its own */
+static _Atomic int agent_bound;  /* the agent runs bound to a core of its own */
+static _Atomic int agent_placed; /* ... as far as it can: rma_agent_start waits for it */
 
 /* peers' doorbells (agent_wfd) duplicated here, one per process */
 typedef struct kick_ent {
@@ -430,6 +431,7 @@ static void *agent_main(void *arg)
     (void)arg;
     rma_peer_poll_off(); /* its waits (page moves) must not end the job: that calls MPI */
     rma_agent_placement(where, sizeof(where), 1);
+    atomic_store_explicit(&agent_placed, 1, memory_order_release);
     if (rma_env.verbose >= 1)
         fprintf(stderr, "librma: progress agent of process %d: %s\n", (int)getpid(), where);
     while (!atomic_load_explicit(&agent_stopping, memory_order_acquire)) {
@@ -490,10 +492,21 @@ int rma_agent_start(void)
     /* the agent takes no signal meant for the application */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (pthread_create(&agent_thread, NULL, agent_main, NULL) != 0)
+    atomic_store(&agent_placed, 0);
+    if (pthread_create(&agent_thread, NULL, agent_main, NULL) != 0) {
         doorbell_close();
-    else
+    } else {
+        struct timespec nap = {0, 50000};
         pthread_setname_np(agent_thread, "rma-agent"); /* for top -H, ps -L, and tests */
+        /* copies go to the agent only once it is bound (rma_agent_has_core): from the first
+         * operation on, whatever the scheduler does with the new thread (no rma_backoff:
+         * nothing here may end the job) */
+        for (int n = 0; !atomic_load_explicit(&agent_placed, memory_order_acquire); n++)
+            if (n < 100)
+                sched_yield();
+            else
+                nanosleep(&nap, NULL);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 out:
     fd = agent_wfd;
