@@ -868,22 +868,29 @@ void rma_memreg_release(rma_memreg_t *reg)
     pthread_mutex_unlock(&memreg_lock);
 }
 
+/* MPI_Finalize, first pass: a copy of every unfreed block UCX gave, made while all of them
+ * are still mapped, so that no copy takes the address of a block UCX unmaps later */
+static int net_keep(uintptr_t base, size_t len, void *value, void *arg)
+{
+    rma_memreg_t *reg = value;
+
+    (void)base, (void)len, (void)arg;
+    if (reg->kind == RMA_MEMREG_NET && reg->net != NULL &&
+        (reg->kept = copy_aside(reg->base, reg->len)) == NULL)
+        fprintf(stderr,
+                "librma: MPI_Finalize: no memory to keep the MPI_Alloc_mem block [%p, +%zu) "
+                "that was not freed: it goes away with UCX\n",
+                (void *)reg->base, reg->len);
+    return 0;
+}
+
+/* second pass: the transport's memory goes (moved pages keep their own mapping) */
 static int net_end(uintptr_t base, size_t len, void *value, void *arg)
 {
     rma_memreg_t *reg = value;
 
     (void)base, (void)len, (void)arg;
-    if (reg->kind == RMA_MEMREG_REMAP && reg->net != NULL) {
-        /* moved pages: their mapping of the block stays when the transport unmaps its own */
-        rma_net_mem_free(reg->net);
-        reg->net = NULL;
-    } else if (reg->kind == RMA_MEMREG_NET && reg->net != NULL) {
-        reg->kept = copy_aside(reg->base, reg->len);
-        if (reg->kept == NULL)
-            fprintf(stderr,
-                    "librma: MPI_Finalize: no memory to keep the MPI_Alloc_mem block [%p, +%zu) "
-                    "that was not freed: it goes away with UCX\n",
-                    (void *)reg->base, reg->len);
+    if ((reg->kind == RMA_MEMREG_REMAP || reg->kind == RMA_MEMREG_NET) && reg->net != NULL) {
         rma_net_mem_free(reg->net);
         reg->net = NULL;
     }
@@ -893,8 +900,10 @@ static int net_end(uintptr_t base, size_t len, void *value, void *arg)
 void rma_memreg_net_end(void)
 {
     pthread_mutex_lock(&memreg_lock);
-    if (memreg_ready)
+    if (memreg_ready) {
+        rma_lwt_foreach(&memreg_table, net_keep, NULL);
         rma_lwt_foreach(&memreg_table, net_end, NULL);
+    }
     pthread_mutex_unlock(&memreg_lock);
 }
 

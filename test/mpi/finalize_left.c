@@ -6,13 +6,17 @@
  * and an MPI_Win_allocate_shared window on the node's ranks; an MPI_Alloc_mem block is
  * left too. Each gets a put, an accumulate and a get from every rank to its right
  * neighbour in a lock_all epoch, checked. Then MPI_Finalize must return and every
- * process exit 0 (test/runtests also fails a run whose processes outlive mpiexec). Before
+ * process exit 0 (test/runtests also fails a run whose processes outlive mpiexec), and
+ * BLOCKS more MPI_Alloc_mem blocks the program keeps must still hold what it wrote (more
+ * than 9 of them from UCX once crashed the program: copies of some, made to survive UCX's
+ * end, had landed at the addresses of others). Before
  * librma released such windows at MPI_Finalize, off-node runs died in UCX's ucp_cleanup
  * ("destroying inuse region": the windows' memory was still registered).
  */
 #include "rmatest.h"
 
-#define N 512 /* ints in each window */
+#define N      512 /* ints in each window */
+#define BLOCKS 24  /* MPI_Alloc_mem blocks kept past MPI_Finalize */
 
 static int rank, nprocs, right, left;
 
@@ -54,7 +58,7 @@ int main(int argc, char **argv)
     MPI_Win win;
     MPI_Comm node;
     MPI_Aint addr, *addrs;
-    int *mem, *heap, *amem, *dheap, *damem, *left_block, w = 0;
+    int *mem, *heap, *amem, *dheap, *damem, *left_block, *kept[BLOCKS], w = 0, rc, bad = 0;
 
     rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -100,8 +104,23 @@ int main(int argc, char **argv)
 
     MPI_OK(MPI_Alloc_mem(4096, MPI_INFO_NULL, &left_block));
     left_block[0] = 1;
+    for (int b = 0; b < BLOCKS; b++) {
+        MPI_OK(MPI_Alloc_mem(4096 * (1 + b % 3), MPI_INFO_NULL, &kept[b]));
+        for (int i = 0; i < 1024; i++)
+            kept[b][i] = pat(rank, b, i);
+    }
     free(addrs);
     if (rank == 0)
-        printf("finalize_left: 6 windows and an MPI_Alloc_mem block left for MPI_Finalize\n");
-    return rt_finish("finalize_left");
+        printf("finalize_left: 6 windows and %d MPI_Alloc_mem blocks left for MPI_Finalize\n",
+               BLOCKS + 1);
+    rc = rt_finish("finalize_left");
+    /* the blocks stay the program's memory */
+    for (int b = 0; b < BLOCKS; b++)
+        for (int i = 0; i < 1024; i++)
+            bad += kept[b][i] != pat(rank, b, i);
+    left_block[1] = 2;
+    if (bad > 0)
+        fprintf(stderr, "[%d] FAIL: %d ints of the kept blocks changed after MPI_Finalize\n", rank,
+                bad);
+    return rc != 0 || bad > 0;
 }
