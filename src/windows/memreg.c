@@ -17,6 +17,7 @@
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
@@ -112,6 +113,41 @@ static void *copy_aside(uintptr_t base, size_t len)
     if (tmp == MAP_FAILED)
         return NULL;
     pages_copy(tmp, (void *)base, len);
+    return tmp;
+}
+
+/* copy_aside for memory that goes away next (a block UCX unmaps at MPI_Finalize): a piece
+ * at a time, each piece's pages given back once copied (MADV_REMOVE for shared memory, else
+ * MADV_DONTNEED), so that the process never holds the block twice over. Without swap, a
+ * page not in memory was never written (mincore): the copy's page stays zero, untouched. */
+static void *copy_aside_releasing(uintptr_t base, size_t len)
+{
+    enum { PIECE = 2 << 20 };
+    size_t page = rma_page_size();
+    unsigned char in[PIECE / 4096];
+    struct sysinfo si;
+    int skip = sysinfo(&si) == 0 && si.totalswap == 0 && page == 4096;
+    char *tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (tmp == MAP_FAILED)
+        return NULL;
+    for (size_t off = 0; off < len; off += PIECE) {
+        size_t n = len - off < PIECE ? len - off : PIECE, np = (n + page - 1) / page;
+        if (!skip || syscall(SYS_mincore, base + off, n, in) != 0) {
+            pages_copy(tmp + off, (void *)(base + off), n);
+        } else {
+            for (size_t i = 0, j; i < np; i = j) { /* runs of pages in memory */
+                for (j = i + 1; j < np && (in[j] & 1) == (in[i] & 1); j++)
+                    ;
+                if (in[i] & 1)
+                    pages_copy(tmp + off + i * page, (void *)(base + off + i * page),
+                               (j < np ? j * page : n) - i * page);
+            }
+        }
+        if (syscall(SYS_madvise, base + off, n, MADV_REMOVE) != 0)
+            syscall(SYS_madvise, base + off, n, MADV_DONTNEED);
+    }
     return tmp;
 }
 
@@ -876,7 +912,7 @@ static int net_keep(uintptr_t base, size_t len, void *value, void *arg)
 
     (void)base, (void)len, (void)arg;
     if (reg->kind == RMA_MEMREG_NET && reg->net != NULL &&
-        (reg->kept = copy_aside(reg->base, reg->len)) == NULL)
+        (reg->kept = copy_aside_releasing(reg->base, reg->len)) == NULL)
         fprintf(stderr,
                 "librma: MPI_Finalize: no memory to keep the MPI_Alloc_mem block [%p, +%zu) "
                 "that was not freed: it goes away with UCX\n",

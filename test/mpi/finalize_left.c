@@ -9,14 +9,18 @@
  * process exit 0 (test/runtests also fails a run whose processes outlive mpiexec), and
  * BLOCKS more MPI_Alloc_mem blocks the program keeps must still hold what it wrote (more
  * than 9 of them from UCX once crashed the program: copies of some, made to survive UCX's
- * end, had landed at the addresses of others). Before
+ * end, had landed at the addresses of others). One of them is 8 MiB, every third page
+ * written by its owner, the page after by its left neighbour's put, the rest never touched
+ * (librma keeps only the pages in memory): all must read as written, or zero. Before
  * librma released such windows at MPI_Finalize, off-node runs died in UCX's ucp_cleanup
  * ("destroying inuse region": the windows' memory was still registered).
  */
 #include "rmatest.h"
 
-#define N      512 /* ints in each window */
-#define BLOCKS 24  /* MPI_Alloc_mem blocks kept past MPI_Finalize */
+#define N       512       /* ints in each window */
+#define BLOCKS  24        /* MPI_Alloc_mem blocks kept past MPI_Finalize */
+#define SPARSE  (8 << 20) /* bytes of the block of pages written here and there */
+#define PG_INTS 1024      /* ints in a 4 KiB page */
 
 static int rank, nprocs, right, left;
 
@@ -58,7 +62,7 @@ int main(int argc, char **argv)
     MPI_Win win;
     MPI_Comm node;
     MPI_Aint addr, *addrs;
-    int *mem, *heap, *amem, *dheap, *damem, *left_block, *kept[BLOCKS], w = 0, rc, bad = 0;
+    int *mem, *heap, *amem, *dheap, *damem, *left_block, *kept[BLOCKS], *sparse, w = 0, rc, bad = 0;
 
     rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -109,15 +113,35 @@ int main(int argc, char **argv)
         for (int i = 0; i < 1024; i++)
             kept[b][i] = pat(rank, b, i);
     }
+    /* pages 3k by the owner, 3k+1 by the left neighbour's put, 3k+2 never touched */
+    MPI_OK(MPI_Alloc_mem(SPARSE, MPI_INFO_NULL, &sparse));
+    MPI_OK(MPI_Win_create(sparse, SPARSE, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    for (int p = 0; p < SPARSE / 4096; p += 3)
+        sparse[p * PG_INTS + 5] = pat(rank, 7, p);
+    MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    for (int p = 1; p < SPARSE / 4096; p += 3) {
+        int v = pat(rank, 8, p);
+        MPI_OK(MPI_Put(&v, 1, MPI_INT, right, (MPI_Aint)p * PG_INTS + 9, 1, MPI_INT, win));
+    }
+    MPI_OK(MPI_Win_unlock(right, win));
+    MPI_OK(MPI_Win_free(&win));
+    MPI_Barrier(MPI_COMM_WORLD);
     free(addrs);
     if (rank == 0)
         printf("finalize_left: 6 windows and %d MPI_Alloc_mem blocks left for MPI_Finalize\n",
-               BLOCKS + 1);
+               BLOCKS + 2);
     rc = rt_finish("finalize_left");
     /* the blocks stay the program's memory */
     for (int b = 0; b < BLOCKS; b++)
         for (int i = 0; i < 1024; i++)
             bad += kept[b][i] != pat(rank, b, i);
+    for (int p = 0; p < SPARSE / 4096; p++)
+        for (int i = 0; i < PG_INTS; i++) {
+            int want = p % 3 == 0 && i == 5   ? pat(rank, 7, p)
+                       : p % 3 == 1 && i == 9 ? pat(left, 8, p)
+                                              : 0;
+            bad += sparse[p * PG_INTS + i] != want;
+        }
     left_block[1] = 2;
     if (bad > 0)
         fprintf(stderr, "[%d] FAIL: %d ints of the kept blocks changed after MPI_Finalize\n", rank,
