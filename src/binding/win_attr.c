@@ -384,7 +384,7 @@ int MPI_Win_set_info(MPI_Win handle, MPI_Info info)
     RMA_WIN_GET(win, handle, "MPI_Win_set_info");
     if (info == MPI_INFO_NULL)
         return rma_err(win, "MPI_Win_set_info", MPI_ERR_INFO, "info is MPI_INFO_NULL");
-    rma_win_info_parse(win, info, 1);
+    rma_win_info_parse(win, info);
     return MPI_SUCCESS;
 }
 RMA_PMPI(Win_set_info);

@@ -199,7 +199,7 @@ size_t rma_info_alignment(MPI_Info info)
                : 1;
 }
 
-void rma_win_info_parse(rma_win_t *win, MPI_Info info, int created)
+void rma_win_info_parse(rma_win_t *win, MPI_Info info)
 {
     rma_win_info_t *wi = &win->info;
 
@@ -208,12 +208,10 @@ void rma_win_info_parse(rma_win_t *win, MPI_Info info, int created)
         strcpy(wi->accumulate_ops, "same_op_no_op");
     }
     wi->no_locks = info_bool(info, "no_locks", wi->no_locks);
-    if (!created) { /* these shape the window at its creation; later they are not used */
-        wi->same_size = info_bool(info, "same_size", wi->same_size);
-        wi->same_disp_unit = info_bool(info, "same_disp_unit", wi->same_disp_unit);
-        wi->alloc_shared_noncontig =
-            info_bool(info, "alloc_shared_noncontig", wi->alloc_shared_noncontig);
-    }
+    wi->same_size = info_bool(info, "same_size", wi->same_size);
+    wi->same_disp_unit = info_bool(info, "same_disp_unit", wi->same_disp_unit);
+    wi->alloc_shared_noncontig =
+        info_bool(info, "alloc_shared_noncontig", wi->alloc_shared_noncontig);
     info_str(info, "accumulate_ordering", wi->accumulate_ordering, sizeof(wi->accumulate_ordering));
     info_str(info, "accumulate_ops", wi->accumulate_ops, sizeof(wi->accumulate_ops));
     wi->accumulate_granularity =

@@ -504,9 +504,7 @@ int rma_locality_cpus(void *used, size_t len, int *rank);
 #define RMA_ALIGN_MAX ((size_t)1 << 30)
 size_t rma_info_alignment(MPI_Info info);
 
-/* Parses info keys into win->info (defaults first). created: MPI_Win_set_info on a live
- * window, which leaves the hints that only a creation uses (MPI_Win_get_info reports the
- * hints in use). */
-void rma_win_info_parse(rma_win_t *win, MPI_Info info, int created);
+/* Parses info keys into win->info (defaults first). */
+void rma_win_info_parse(rma_win_t *win, MPI_Info info);
 
 #endif

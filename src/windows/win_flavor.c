@@ -95,7 +95,7 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     PMPI_Comm_rank(comm, &win->rank);
     PMPI_Comm_size(comm, &win->nranks);
     PMPI_Comm_group(comm, &win->group);
-    rma_win_info_parse(win, info, 0);
+    rma_win_info_parse(win, info);
     win->targets = calloc((size_t)win->nranks, sizeof(*win->targets));
     win->post_seen = calloc((size_t)win->nranks, sizeof(*win->post_seen));
     win->start_ranks = calloc((size_t)win->nranks, sizeof(*win->start_ranks));

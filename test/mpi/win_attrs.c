@@ -297,16 +297,6 @@ static void infos(void)
     MPI_OK(MPI_Win_get_info(win, &used));
     info_expect(used, "alloc_shared_noncontig", "false", "shared, default");
     MPI_Info_free(&used);
-    /* hints that only shape a creation are not in use when set later */
-    MPI_Info_create(&in);
-    MPI_Info_set(in, "alloc_shared_noncontig", "true");
-    MPI_Info_set(in, "same_size", "true");
-    MPI_OK(MPI_Win_set_info(win, in));
-    MPI_Info_free(&in);
-    MPI_OK(MPI_Win_get_info(win, &used));
-    info_expect(used, "alloc_shared_noncontig", "false", "shared, set after creation");
-    info_expect(used, "same_size", "false", "shared, set after creation");
-    MPI_Info_free(&used);
     MPI_OK(MPI_Win_free(&win));
     MPI_Info_free(&in);
     if (rank == 0)
