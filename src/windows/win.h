@@ -280,6 +280,8 @@ typedef struct rma_win {
     void **dyn_zero; /* bases attached with size 0 */
     int ndyn_zero;
     pthread_mutex_t mtx;      /* this process's epoch and cache state, for MPI_THREAD_MULTIPLE */
+    int mt;                   /* MPI_THREAD_MULTIPLE (or a session's unknown level): sync/lock.c
+                                 guards the lock state with mtx only then */
     pthread_mutex_t dyn_mtx;  /* this rank's region table, for the agent (never held while
                                * waiting for anything) */
     _Atomic int expose_ready; /* created: the agent may serve move requests (expose.c) */

@@ -80,7 +80,7 @@ static size_t ctl_layout(rma_ctl_t *hdr, int n, int rows)
  * off-node. */
 static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, const char *func)
 {
-    int *node, inter = 0;
+    int *node, inter = 0, inited = 0, level = MPI_THREAD_MULTIPLE;
 
     rma_env_init();
     win->flavor = flavor;
@@ -95,6 +95,10 @@ static int win_begin(rma_win_t *win, MPI_Comm comm, MPI_Info info, int flavor, c
     PMPI_Comm_rank(comm, &win->rank);
     PMPI_Comm_size(comm, &win->nranks);
     PMPI_Comm_group(comm, &win->group);
+    win->mt = 1; /* a program of sessions alone: its level is not known here */
+    if (PMPI_Initialized(&inited) == MPI_SUCCESS && inited &&
+        PMPI_Query_thread(&level) == MPI_SUCCESS)
+        win->mt = level == MPI_THREAD_MULTIPLE;
     rma_win_info_parse(win, info);
     win->targets = calloc((size_t)win->nranks, sizeof(*win->targets));
     win->post_seen = calloc((size_t)win->nranks, sizeof(*win->post_seen));
