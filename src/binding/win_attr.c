@@ -47,16 +47,6 @@ static int keyval_index(int handle)
     return idx;
 }
 
-static int keyval_live(int handle)
-{
-    int live;
-
-    pthread_mutex_lock(&attr_lock);
-    live = keyval_index(handle) >= 0;
-    pthread_mutex_unlock(&attr_lock);
-    return live;
-}
-
 int MPI_Win_create_keyval(MPI_Win_copy_attr_function *copy_fn,
                           MPI_Win_delete_attr_function *delete_fn, int *keyval, void *extra_state)
 {
@@ -299,17 +289,18 @@ int MPI_Win_delete_attr(MPI_Win handle, int keyval)
     rma_win_t *win;
     keyval_t kv;
     rma_attr_t a;
-    int i, rc;
+    int i, live, rc;
 
     RMA_WIN_GET(win, handle, func);
-    if (is_predefined(keyval) || !keyval_live(keyval))
-        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a user window keyval",
-                       (unsigned)keyval);
     pthread_mutex_lock(&attr_lock);
-    i = attr_find(win, keyval);
+    live = !is_predefined(keyval) && keyval_index(keyval) >= 0;
+    i = live ? attr_find(win, keyval) : -1;
     if (i >= 0)
         a = attr_take(win, i, &kv);
     pthread_mutex_unlock(&attr_lock);
+    if (!live)
+        return rma_err(win, func, MPI_ERR_KEYVAL, "0x%x is not a user window keyval",
+                       (unsigned)keyval);
     if (i < 0)
         return MPI_SUCCESS;
     rc = attr_delete(win, a, &kv);

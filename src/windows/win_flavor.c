@@ -357,14 +357,16 @@ static int win_seg_from_ucx(rma_win_t *win, size_t len, void **addr)
     return 1;
 }
 
-/* Where the control segment of ctl_len bytes goes so that the window data after it starts
- * at a multiple of align: anywhere (NULL) up to a page, else a reserved place. */
-static int win_seg_place(size_t len, size_t ctl_len, size_t align, void **at)
+/* Where win's control segment of len bytes goes so that the window data after its control
+ * words starts at a multiple of align: anywhere (NULL) up to a page, else a reserved place. */
+static int win_seg_place(const rma_win_t *win, size_t len, size_t align, void **at)
 {
+    rma_ctl_t hdr;
+
     *at = NULL;
     if (align <= rma_page_size())
         return 0;
-    *at = rma_seg_place(len, align, ctl_len);
+    *at = rma_seg_place(len, align, ctl_layout(&hdr, win->nranks, win->post_rows));
     return *at == NULL ? -errno : 0;
 }
 
@@ -385,7 +387,7 @@ static int win_ctl_create(rma_win_t *win, size_t data_len, size_t align, rma_seg
     } else if (data_len == 0 && pool_take(0, 0, len, &e)) {
         memset(e.addr, 0, len);
     } else {
-        if ((rc = win_seg_place(len, ctl_len, align, &at)) == 0 &&
+        if ((rc = win_seg_place(win, len, align, &at)) == 0 &&
             (rc = rma_seg_create(len, at, &e.addr, &e.fd)) != 0 && at != NULL)
             rma_seg_detach(at, len);
         if (rc != 0)
@@ -412,7 +414,6 @@ static int win_ctl_create(rma_win_t *win, size_t data_len, size_t align, rma_seg
 static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, size_t align,
                           const char *func)
 {
-    rma_ctl_t hdr;
     void *at = NULL;
     ctl_ent_t e;
     int rc;
@@ -429,7 +430,7 @@ static int win_ctl_attach(rma_win_t *win, const rma_seg_desc_t *desc, size_t ali
         win->ctl = win->seg;
         return MPI_SUCCESS;
     }
-    rc = win_seg_place(desc->len, ctl_layout(&hdr, win->nranks, win->post_rows), align, &at);
+    rc = win_seg_place(win, desc->len, align, &at);
     win->seg = rc == 0 ? rma_seg_attach_at(desc, at) : NULL;
     if (rc != 0)
         errno = -rc;
