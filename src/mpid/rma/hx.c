@@ -1172,6 +1172,21 @@ static void hx_scatter_gather(const rma_hx_rec_t *recs, uint32_t nrec, char *dat
         }
 }
 
+/* A request refused before it touched memory: one line on stderr and, unless the origin
+ * asked for no answer, an answer with status (the origin's flush then fails instead of
+ * waiting for ever). */
+static void hx_refuse(const void *hdr, size_t hlen, void *reply_ep, int status, const char *why)
+{
+    const rma_hx_hdr_t *h = hdr;
+
+    fprintf(stderr, "librma: dropped a host-assisted request from world rank %d: %s\n",
+            hlen >= sizeof(*h) ? h->origin : -1, why);
+    if (reply_ep != NULL && hlen >= sizeof(*h) && !(h->flags & RMA_HX_F_QUIET)) {
+        rma_hx_reply_t a = {.cookie = h->cookie, .status = status};
+        rma_net->am_reply(reply_ep, RMA_NM_AM_HX_REPLY, &a, sizeof(a), NULL, 0, RMA_NM_AM_COPY);
+    }
+}
+
 /* Serves one request; -EAGAIN when an accumulate found a stripe taken, or an epoch under a
  * shared lock (RMA_HX_F_SHARED) the lock taken (it is served again later), else 0
  * (answered, or dropped with one line on stderr). */
@@ -1189,7 +1204,7 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
     rma_hx_rec_t *recs = NULL, few[HX_FEW_REC];
     const char *src = NULL;
     char *out = NULL;
-    int fetch = 0, rc = 0;
+    int fetch = 0, nomem = 0, rc = 0;
 
     if (hlen >= sizeof(*h))
         a.cookie = h->cookie;
@@ -1205,7 +1220,7 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
             why = "rendezvous put without its data";
         else if ((recs = h->nrec <= HX_FEW_REC ? few : malloc(rbytes)) == NULL ||
                  (fetch && (out = malloc(sizeof(a) + (size_t)h->bytes)) == NULL))
-            why = "out of memory";
+            why = "out of memory", nomem = 1;
     }
     if (why == NULL) {
         const char *body = (const char *)data + rbytes;
@@ -1246,11 +1261,9 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
     if (note != NULL) /* after the records took effect, before the answer */
         atomic_fetch_add_explicit(note, h->note, memory_order_release);
     if (why != NULL) {
-        fprintf(stderr, "librma: dropped a host-assisted request from world rank %d: %s\n",
-                hlen >= sizeof(*h) ? h->origin : -1, why);
-        a.status = -EINVAL;
         free(out);
-        out = NULL;
+        hx_refuse(hdr, hlen, reply_ep, nomem ? -ENOMEM : -EINVAL, why);
+        return 0;
     }
     if (reply_ep == NULL || hlen < sizeof(*h) || (h->flags & RMA_HX_F_QUIET)) {
         free(out);
@@ -1260,7 +1273,7 @@ static int hx_handle(const void *hdr, size_t hlen, const void *data, size_t len,
         memcpy(out, &a, sizeof(a));
         rma_net->am_reply(reply_ep, RMA_NM_AM_HX_REPLY, out, sizeof(a), NULL, (size_t)h->bytes,
                           RMA_NM_AM_OWN);
-    } else if (why == NULL && src != NULL) {
+    } else if (src != NULL) {
         rma_net->am_reply(reply_ep, RMA_NM_AM_HX_REPLY, &a, sizeof(a), src, (size_t)h->bytes,
                           RMA_NM_AM_RNDV);
     } else {
@@ -1297,7 +1310,7 @@ static void hx_serve(const void *hdr, size_t hlen, const void *data, size_t len,
     /* behind the ones waiting already, so that none is overtaken */
     l = malloc(sizeof(*l) + hlen + len);
     if (l == NULL) {
-        fprintf(stderr, "librma: dropped a host-assisted request: out of memory\n");
+        hx_refuse(hdr, hlen, reply_ep, -ENOMEM, "out of memory");
         return;
     }
     *l = (hx_later_t){NULL, reply_ep, hlen, len};
@@ -1395,12 +1408,7 @@ static void hx_serve_rndv(const void *hdr, size_t hlen, rma_nm_rndv_t *rv, size_
         free(l);
         why = "could not receive its data";
     }
-    fprintf(stderr, "librma: dropped a host-assisted request from world rank %d: %s\n",
-            hlen >= sizeof(*h) ? h->origin : -1, why);
-    if (reply_ep != NULL && hlen >= sizeof(*h)) {
-        rma_hx_reply_t a = {.cookie = h->cookie, .status = -EINVAL};
-        rma_net->am_reply(reply_ep, RMA_NM_AM_HX_REPLY, &a, sizeof(a), NULL, 0, RMA_NM_AM_COPY);
-    }
+    hx_refuse(hdr, hlen, reply_ep, -EINVAL, why);
 }
 
 void rma_hx_net_init(void)
