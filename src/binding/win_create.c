@@ -178,6 +178,7 @@ int MPI_Win_free(MPI_Win *handle)
     if (rc != MPI_SUCCESS)
         return rc;
     rma_win_free(win);
+    rma_request_reap_all(); /* requests of the window the program freed early */
     *handle = MPI_WIN_NULL;
     return MPI_SUCCESS;
 }

@@ -10,8 +10,17 @@
  * it (the poll and wait functions) until it is over, so that the transfer overlaps what
  * the caller does in between. MPI_Request_get_status drives them too (rma_request_poke),
  * through the list of those in flight.
+ *
+ * A request the program frees before it completes (MPI_Request_free; legal, the epoch's
+ * end completes the operation) stays an MPICH object until MPI_Grequest_complete, but
+ * nobody drives it any more: MPICH calls free_fn at once and never again. So req_free
+ * keeps such a request among the orphans, and each new request and each MPI_Win_free drive
+ * the oldest of them and complete them (request_reap), so that their number stays that of
+ * the operations still under way. Before, every one was kept for good: MPICH ran out of
+ * requests after about 260000 fire-and-forget MPI_Rget.
  */
 #include <errno.h>
+#include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -30,15 +39,45 @@ typedef struct req_flush {
     MPI_Win win;     /* the window, and its serial: freed windows flushed everything */
     uint32_t serial;
     int trank;
+    unsigned seen; /* the target's count of operations issued (netmod.h) at the start */
     const rma_netmod_ops_t *ops; /* the target's transport, and its flush in progress */
     void *flush;
     rma_xfer_job_t *job; /* or the copy the agent makes (rma_xfer_req) */
     int done, err;
-    struct req_flush *prev, *next; /* in `flight` from its start to req_free */
+    int freed;                     /* req_free came before completion: an orphan */
+    struct req_list *on;           /* `flight` or `orphans` (none while an orphan is driven) */
+    struct req_flush *prev, *next; /* on it */
 } req_flush_t;
 
+typedef struct req_list {
+    req_flush_t *head, *tail;
+} req_list_t;
+
+/* Both lists, and each st->on, under flight_mtx. */
 static pthread_mutex_t flight_mtx = PTHREAD_MUTEX_INITIALIZER;
-static req_flush_t *flight;
+static req_list_t flight, orphans;
+static _Atomic int norphans;
+
+static void list_push(req_list_t *l, req_flush_t *st)
+{
+    st->on = l;
+    st->next = NULL;
+    st->prev = l->tail;
+    *(l->tail != NULL ? &l->tail->next : &l->head) = st;
+    l->tail = st;
+}
+
+static void list_unlink(req_flush_t *st)
+{
+    req_list_t *l = st->on;
+
+    if (l == NULL)
+        return;
+    *(st->prev != NULL ? &st->prev->next : &l->head) = st->next;
+    *(st->next != NULL ? &st->next->prev : &l->tail) = st->prev;
+    st->on = NULL;
+    st->prev = st->next = NULL;
+}
 
 /* Drives st's flush once; completes the request when it is over. 0 while it is not. */
 static int req_step(req_flush_t *st)
@@ -53,8 +92,12 @@ static int req_step(req_flush_t *st)
             return 0;
     } else if (win != NULL && win->serial == st->serial) {
         rma_nm_tgt_t *nm = &win->targets[st->trank].nm;
-        if ((rc = nm->ops->flush_test(nm, &st->flush)) > 0)
+        if (rma_nm_flushed_upto(nm, st->seen)) { /* a flush since covered the operation */
+            st->ops->flush_release(st->flush);
+            st->flush = NULL;
+        } else if ((rc = nm->ops->flush_test(nm, &st->flush)) > 0) {
             return 0;
+        }
         st->err = rc;
     } else {
         st->ops->flush_release(st->flush); /* the window's free flushed its target */
@@ -80,30 +123,73 @@ static int req_query(void *extra, MPI_Status *status)
     return MPI_SUCCESS;
 }
 
-/* At completion, or at MPI_Request_free of a request still in flight: its flush is then
- * left to the next one (the window's flush, unlock or free completes the operation). */
+static void req_release(req_flush_t *st)
+{
+    if (st->job != NULL) { /* the copy may still read or write the buffers */
+        rma_agent_job_finish(&st->job->job);
+        free(st->job);
+    }
+    free(st);
+}
+
+/* After completion, or at MPI_Request_free of a request still in flight, which then
+ * becomes an orphan. */
 static int req_free(void *extra)
 {
     req_flush_t *st = extra;
+    int orphan;
 
-    if (st != NULL) {
-        pthread_mutex_lock(&flight_mtx);
-        if (st->prev != NULL)
-            st->prev->next = st->next;
-        else if (flight == st)
-            flight = st->next;
-        if (st->next != NULL)
-            st->next->prev = st->prev;
-        pthread_mutex_unlock(&flight_mtx);
+    if (st == NULL || st->freed) /* a library that calls it again after the orphan's
+                                    completion: request_reap releases it */
+        return MPI_SUCCESS;
+    pthread_mutex_lock(&flight_mtx);
+    list_unlink(st);
+    if ((orphan = !st->done)) {
+        st->freed = 1;
+        list_push(&orphans, st);
+        atomic_fetch_add_explicit(&norphans, 1, memory_order_relaxed);
     }
-    if (st != NULL && st->job != NULL) { /* the copy may still read or write the buffers */
-        rma_agent_job_finish(&st->job->job);
-        free(st->job);
-    } else if (st != NULL && !st->done) {
-        st->ops->flush_release(st->flush);
-    }
-    free(st);
+    pthread_mutex_unlock(&flight_mtx);
+    if (!orphan)
+        req_release(st);
     return MPI_SUCCESS;
+}
+
+/* Drives the oldest orphans, at most max of them, until one is still under way (the ones
+ * behind it are younger); completes and releases those that are over. Each is driven
+ * outside flight_mtx, taken off the list meanwhile: its completion may call req_free. */
+static void request_reap(int max)
+{
+    for (int i = 0; i < max && atomic_load_explicit(&norphans, memory_order_relaxed) > 0; i++) {
+        req_flush_t *st;
+
+        pthread_mutex_lock(&flight_mtx);
+        if ((st = orphans.head) != NULL) {
+            list_unlink(st);
+            atomic_fetch_sub_explicit(&norphans, 1, memory_order_relaxed);
+        }
+        pthread_mutex_unlock(&flight_mtx);
+        if (st == NULL)
+            return;
+        if (req_step(st)) {
+            req_release(st);
+            continue;
+        }
+        pthread_mutex_lock(&flight_mtx);
+        st->on = &orphans; /* back at the head */
+        st->prev = NULL;
+        st->next = orphans.head;
+        *(orphans.head != NULL ? &orphans.head->prev : &orphans.tail) = st;
+        orphans.head = st;
+        atomic_fetch_add_explicit(&norphans, 1, memory_order_relaxed);
+        pthread_mutex_unlock(&flight_mtx);
+        return;
+    }
+}
+
+void rma_request_reap_all(void)
+{
+    request_reap(INT_MAX);
 }
 
 static int req_cancel(void *extra, int complete)
@@ -167,21 +253,23 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
             }
             return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the request");
         }
-        *st = (req_flush_t){
-            .win = win->handle, .serial = win->serial, .trank = trank, .ops = nm->ops, .job = job};
+        *st = (req_flush_t){.win = win->handle,
+                            .serial = win->serial,
+                            .trank = trank,
+                            .seen = atomic_load_explicit(&nm->issued, memory_order_acquire),
+                            .ops = nm->ops,
+                            .job = job};
         if (flush && (rc = nm->ops->flush_start(nm, &st->flush)) != 0) {
             free(st);
             return rma_ctl_fail(win, func, trank, rc);
         }
     }
+    request_reap(2); /* two for each new one: orphans cannot pile up */
     rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, st, &r);
     if (rc == MPI_SUCCESS && st != NULL) {
         st->req = r;
         pthread_mutex_lock(&flight_mtx);
-        st->next = flight;
-        if (flight != NULL)
-            flight->prev = st;
-        flight = st;
+        list_push(&flight, st);
         pthread_mutex_unlock(&flight_mtx);
     } else if (rc == MPI_SUCCESS)
         rc = PMPI_Grequest_complete(r);
@@ -197,7 +285,7 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
 void rma_request_poke(MPI_Request req)
 {
     pthread_mutex_lock(&flight_mtx);
-    for (req_flush_t *st = flight; st != NULL; st = st->next)
+    for (req_flush_t *st = flight.head; st != NULL; st = st->next)
         if (st->req == req) {
             req_step(st);
             break;

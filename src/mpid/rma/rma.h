@@ -288,4 +288,8 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
  * in MPI_Test, MPI_Wait and their kin, but not in MPI_Request_get_status). */
 void rma_request_poke(MPI_Request req);
 
+/* Completes the requests the program freed before they completed, where they are over
+ * (after MPI_Win_free: all of that window's). */
+void rma_request_reap_all(void);
+
 #endif
