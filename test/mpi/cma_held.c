@@ -4,7 +4,8 @@
  * that covers a held one takes its place, one that continues it extends it, and gets whose
  * target bytes are close together are read as one span. Checked for every synchronization
  * that must complete them (flush, flush_local, flush_all, unlock, unlock_all, fence, PSCW,
- * a request's wait), and for the mix of puts, gets and a large transfer in one epoch. Run
+ * a request's wait), for the mix of puts, gets and a large transfer in one epoch, and for one
+ * put of many held-size pieces larger in all than what is held. Run
  * with RMA_CREATE_REMAP=0 so that the memory of create windows is never moved onto a shared
  * segment. Ranks on other nodes take part as targets of the same calls.
  */
@@ -201,6 +202,54 @@ static void round_of(MPI_Win win, int sync, int round)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* One put of many pieces, each small enough to be held but more data in all than the held
+ * buffer takes (it overran the buffer), after a small held put; then a get of them back. */
+#define PIECE  16384
+#define PIECES 32
+static void many_pieces(void)
+{
+    int t = (rank + 1) % nprocs, nb[] = {5, 8, PIECES};
+    size_t wbytes = (size_t)2 * PIECE * PIECES;
+    unsigned char *wmem = malloc(wbytes), *src = malloc((size_t)PIECE * PIECES),
+                  *back = malloc((size_t)PIECE * PIECES), one = 99;
+    MPI_Datatype vec;
+    MPI_Win win;
+
+    memset(wmem, 0, wbytes);
+    MPI_OK(MPI_Win_create(wmem, (MPI_Aint)wbytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    for (int k = 0; k < 3; k++) {
+        MPI_Type_vector(nb[k], PIECE, 2 * PIECE, MPI_BYTE, &vec);
+        MPI_Type_commit(&vec);
+        for (int i = 0; i < nb[k] * PIECE; i++)
+            src[i] = (unsigned char)(rank * 7 + k * 3 + i % 251);
+        MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
+        MPI_OK(MPI_Put(&one, 1, MPI_BYTE, t, PIECE, 1, MPI_BYTE, win));
+        MPI_OK(MPI_Put(src, nb[k] * PIECE, MPI_BYTE, t, 0, 1, vec, win));
+        MPI_OK(MPI_Win_flush(t, win));
+        memset(back, 0, (size_t)nb[k] * PIECE);
+        MPI_OK(MPI_Get(back, nb[k] * PIECE, MPI_BYTE, t, 0, 1, vec, win));
+        MPI_OK(MPI_Win_unlock(t, win));
+        MPI_Type_free(&vec);
+        int bad = 0;
+        for (int i = 0; i < nb[k] * PIECE; i++)
+            bad += back[i] != src[i];
+        CHECK(bad == 0, "%d pieces of %d bytes: %d bytes read back wrong", nb[k], PIECE, bad);
+        MPI_Barrier(MPI_COMM_WORLD);
+        int from = (rank + nprocs - 1) % nprocs;
+        bad = 0;
+        for (int i = 0; i < nb[k] * PIECE; i++)
+            bad += wmem[(i / PIECE) * 2 * PIECE + i % PIECE] !=
+                   (unsigned char)(from * 7 + k * 3 + i % 251);
+        CHECK(bad == 0 && wmem[PIECE] == 99, "%d pieces from rank %d: %d bytes wrong, gap %d",
+              nb[k], from, bad, wmem[PIECE]);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_OK(MPI_Win_free(&win));
+    free(wmem);
+    free(src);
+    free(back);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Win win;
@@ -215,5 +264,6 @@ int main(int argc, char **argv)
             round_of(win, sync, round);
     MPI_OK(MPI_Win_free(&win));
     free(mem);
+    many_pieces();
     return rt_finish("cma_held");
 }

@@ -224,14 +224,21 @@ static int held_write_merged(shm_held_t *h, const struct iovec *l, const struct 
     return 1;
 }
 
-static int small_pieces(const struct iovec *local, int n)
+/* 1 when a call's pieces may be held: few and small, and for a put, whose data is copied
+ * into h->buf whole (after what is held is sent, when it would not fit beside it), no more
+ * data than the buffer takes. */
+static int small_pieces(const struct iovec *local, int n, int write)
 {
+    size_t total = 0;
+
     if (n > HELD_MAX)
         return 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (local[i].iov_len > HELD_PIECE)
             return 0;
-    return 1;
+        total += local[i].iov_len;
+    }
+    return !write || total <= sizeof(((shm_held_t *)NULL)->buf);
 }
 
 /* Sends what is held for t, without counting anything flushed: with messages
@@ -269,7 +276,7 @@ static int nm_shm_flush(rma_nm_tgt_t *t)
 static int nm_shm_issue(rma_nm_tgt_t *t, const struct iovec *local, const struct iovec *remote,
                         int n, int write)
 {
-    shm_held_t *h = small_pieces(local, n) ? held_of(t) : NULL;
+    shm_held_t *h = small_pieces(local, n, write) ? held_of(t) : NULL;
     int rc = 0, first = 0;
 
     if (h == NULL) /* at once, after what is held */
