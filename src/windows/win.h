@@ -154,6 +154,7 @@ typedef struct rma_peer_seg {
     uintptr_t remote_base;
     size_t len;
     char *local;
+    int named; /* scratch: a region of the target's table is on it (win_dynamic.c) */
 } rma_peer_seg_t;
 
 /* What this process knows about one target rank of the window. Hot fields first. */

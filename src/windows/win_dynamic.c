@@ -660,12 +660,13 @@ static const rma_dyn_region_t *tab_of(rma_win_t *win, int target, uint64_t id, i
     return tab;
 }
 
-/* Copies the target's regions covering [addr, addr+len) out of its table under the
- * sequence lock (win->mtx held): the count of regions needed (0 when some byte is not
- * attached, -1 when the target's table cannot be mapped here), at most max of them copied
- * to out. */
-static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rma_dyn_region_t *out,
-                      int max)
+/* Runs read(tab, n, arg) on the target's table of n regions under its sequence lock
+ * (win->mtx held), again until no change of the table overlapped it: its result, or -1
+ * when the target's table cannot be mapped here. 0 without reading when the target has no
+ * table yet (nothing is attached). */
+typedef int (*dyn_reader_t)(const rma_dyn_region_t *tab, uint32_t n, void *arg);
+
+static int dyn_read(rma_win_t *win, int target, dyn_reader_t read, void *arg)
 {
     rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, target);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
@@ -673,16 +674,14 @@ static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rm
     for (;;) {
         uint64_t s1 = atomic_load_explicit(&cr->dyn_seq, memory_order_acquire), id;
         const rma_dyn_region_t *tab;
-        uint32_t lo = 0, hi, n, cap;
-        int found = 0;
-        uintptr_t at = addr, end = addr + len;
+        uint32_t n, cap;
+        int32_t fd;
+        int rc = 0;
 
         if (s1 & 1) {
             rma_backoff(&bo);
             continue;
         }
-        int32_t fd;
-
         cap = atomic_load_explicit(&cr->dyn_tab_cap, memory_order_relaxed);
         id = atomic_load_explicit(&cr->dyn_tab_id, memory_order_relaxed);
         fd = atomic_load_explicit(&cr->dyn_tab_fd, memory_order_relaxed);
@@ -705,30 +704,91 @@ static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rm
             continue;
         }
         n = atomic_load_explicit(&cr->dyn_count, memory_order_relaxed);
-        if (n <= cap) {
-            hi = n;
-            while (lo < hi) {
-                uint32_t mid = (lo + hi) / 2;
-                if (tab[mid].base + tab[mid].len <= addr)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            /* walk adjacent regions until the end is covered */
-            for (uint32_t i = lo; i < n && tab[i].base <= at && at < end; i++) {
-                if (found < max)
-                    memcpy(&out[found], &tab[i], sizeof(*out));
-                found++;
-                at = tab[i].base + tab[i].len;
-            }
-            if (at < end || end < addr)
-                found = 0;
-        }
+        if (n <= cap)
+            rc = read(tab, n, arg);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&cr->dyn_seq, memory_order_relaxed) == s1)
-            return found;
+            return rc;
         rma_backoff(&bo);
     }
+}
+
+typedef struct dyn_find {
+    uintptr_t addr;
+    size_t len;
+    rma_dyn_region_t *out;
+    int max;
+} dyn_find_t;
+
+/* The regions covering [addr, addr+len), copied out: how many (0 when some byte is not
+ * attached). */
+static int dyn_find(const rma_dyn_region_t *tab, uint32_t n, void *arg)
+{
+    const dyn_find_t *f = arg;
+    uintptr_t at = f->addr, end = f->addr + f->len;
+    uint32_t lo = 0, hi = n;
+    int found = 0;
+
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (tab[mid].base + tab[mid].len <= f->addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* walk adjacent regions until the end is covered */
+    for (uint32_t i = lo; i < n && tab[i].base <= at && at < end; i++) {
+        if (found < f->max)
+            memcpy(&f->out[found], &tab[i], sizeof(*f->out));
+        found++;
+        at = tab[i].base + tab[i].len;
+    }
+    return at < end || end < f->addr ? 0 : found;
+}
+
+/* Copies the target's regions covering [addr, addr+len) out of its table under the
+ * sequence lock (win->mtx held): the count of regions needed (0 when some byte is not
+ * attached, -1 when the target's table cannot be mapped here), at most max of them copied
+ * to out. */
+static int dyn_lookup(rma_win_t *win, int target, uintptr_t addr, size_t len, rma_dyn_region_t *out,
+                      int max)
+{
+    dyn_find_t f = {addr, len, out, max};
+
+    return dyn_read(win, target, dyn_find, &f);
+}
+
+/* Marks the cached segments (a rma_target_t's) that a region of the table is on. */
+static int dyn_segs_named(const rma_dyn_region_t *tab, uint32_t n, void *arg)
+{
+    rma_target_t *tg = arg;
+
+    for (int i = 0; i < tg->nsegs; i++)
+        tg->segs[i].named = 0;
+    for (uint32_t k = 0; k < n; k++)
+        for (int i = 0; i < tg->nsegs; i++)
+            if (tg->segs[i].seg_id == tab[k].seg_id)
+                tg->segs[i].named = 1;
+    return 0;
+}
+
+/* Unmaps the cached mappings of the target's segments that its table no longer names: the
+ * regions on them were detached (an access there is erroneous), and the mapping would
+ * keep their memory alive while the window lives (win->mtx held). */
+static void dyn_segs_prune(rma_win_t *win, int target)
+{
+    rma_target_t *tg = &win->targets[target];
+    int k = 0;
+
+    if (dyn_read(win, target, dyn_segs_named, tg) != 0)
+        return;
+    for (int i = 0; i < tg->nsegs; i++) {
+        if (tg->segs[i].named)
+            tg->segs[k++] = tg->segs[i];
+        else
+            rma_seg_detach(tg->segs[i].local, tg->segs[i].len);
+    }
+    tg->nsegs = k;
 }
 
 /* Local mapping of the target's segment holding region r, mapped on first use (win->mtx
@@ -742,6 +802,8 @@ static char *dyn_segment(rma_win_t *win, int target, const rma_dyn_region_t *r)
     for (int i = 0; i < tg->nsegs; i++)
         if (tg->segs[i].seg_id == r->seg_id)
             return tg->segs[i].local;
+    if (tg->nsegs > 0) /* a region not seen yet: the ones detached since go now */
+        dyn_segs_prune(win, target);
     if (tg->nsegs == tg->segs_cap) {
         int cap = tg->segs_cap ? 2 * tg->segs_cap : 4;
         rma_peer_seg_t *p = realloc(tg->segs, (size_t)cap * sizeof(*p));
@@ -757,7 +819,8 @@ static char *dyn_segment(rma_win_t *win, int target, const rma_dyn_region_t *r)
     local = rma_seg_attach(&desc);
     if (local == NULL)
         return NULL;
-    tg->segs[tg->nsegs++] = (rma_peer_seg_t){r->seg_id, (uintptr_t)r->seg_base, r->seg_len, local};
+    tg->segs[tg->nsegs++] =
+        (rma_peer_seg_t){r->seg_id, (uintptr_t)r->seg_base, r->seg_len, local, 1};
     return local;
 }
 
