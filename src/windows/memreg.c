@@ -41,6 +41,7 @@ static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
 static int reg_still_mapped(rma_memreg_t *reg);
+static int pages_unmove(uintptr_t lo, size_t len);
 
 static void table_ready(void)
 {
@@ -100,6 +101,68 @@ PAGES_UNCHECKED static void pages_copy(void *dst, const void *src, size_t len)
     for (size_t i = 0; i < len / sizeof(*s); i++)
         d[i] = s[i];
 #endif
+}
+
+/* 1 when the page at p holds zeros alone. Unchecked, as pages_copy. */
+PAGES_UNCHECKED static int page_zero(const void *p, size_t page)
+{
+    const volatile uint64_t *w = p;
+
+    for (size_t i = 0; i < page / sizeof(*w); i += 8)
+        if ((w[i] | w[i + 1] | w[i + 2] | w[i + 3] | w[i + 4] | w[i + 5] | w[i + 6] | w[i + 7]) !=
+            0)
+            return 0;
+    return 1;
+}
+
+/* Calls fn(off, n) for each run of pages of [src, src+len) that hold anything but zeros
+ * (and, with resident, that are resident: mincore's vector for the range). */
+typedef void (*data_run_fn)(size_t off, size_t n, void *arg);
+
+PAGES_UNCHECKED static void data_runs(const char *src, size_t len, const unsigned char *resident,
+                                      data_run_fn fn, void *arg)
+{
+    size_t page = rma_page_size(), run = 0;
+
+    for (size_t off = 0; off < len; off += page) {
+        if ((resident == NULL || (resident[off / page] & 1)) && !page_zero(src + off, page)) {
+            run += page;
+            continue;
+        }
+        if (run > 0)
+            fn(off - run, run, arg);
+        run = 0;
+    }
+    if (run > 0)
+        fn(len - run, run, arg);
+}
+
+typedef struct copy_arg {
+    char *dst;
+    const char *src;
+} copy_arg_t;
+
+PAGES_UNCHECKED static void copy_run(size_t off, size_t n, void *arg)
+{
+    copy_arg_t *c = arg;
+
+    pages_copy(c->dst + off, c->src + off, n);
+}
+
+/* Allocates the pages of dst that a copy of src's data runs will write (MADV_POPULATE_WRITE),
+ * so that their faults are not taken while writers wait. */
+static void populate_run(size_t off, size_t n, void *arg)
+{
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+    char *dst = arg;
+    size_t page = rma_page_size();
+
+    if (madvise(dst + off, n, MADV_POPULATE_WRITE) == 0)
+        return;
+    for (size_t o = off; o < off + n; o += page) /* kernels before 5.14 */
+        ((volatile char *)dst)[o] = 0;
 }
 
 /* [base, base+len)'s contents in new private pages, NULL when there is no memory for them.
@@ -195,7 +258,8 @@ static int reg_init(rma_memreg_t *reg, uintptr_t base, size_t len, int fd, int k
     reg->seg_id = rma_seg_new_id();
     reg->refcnt = 1;
     reg->kind = kind;
-    return rma_lwt_insert(&memreg_table, base, len, reg);
+    reg->listed = rma_lwt_insert(&memreg_table, base, len, reg) == 0;
+    return reg->listed ? 0 : -1;
 }
 
 static rma_memreg_t *reg_new(uintptr_t base, size_t len, int fd, int kind)
@@ -213,7 +277,8 @@ static rma_memreg_t *reg_new(uintptr_t base, size_t len, int fd, int kind)
  * the transport, whose registration stays until MPI_Free_mem or MPI_Finalize. */
 static void reg_remove(rma_memreg_t *reg)
 {
-    rma_lwt_remove(&memreg_table, reg->base);
+    if (reg->listed)
+        rma_lwt_remove(&memreg_table, reg->base);
     if (reg->fd >= 0)
         close(reg->fd);
     if (reg->kind == RMA_MEMREG_REMAP)
@@ -223,15 +288,20 @@ static void reg_remove(rma_memreg_t *reg)
     free(reg);
 }
 
-/* Called with memreg_lock held. Moved pages whose last window is gone stay registered as
- * orphans (refcnt 0): the next window on the same buffer reuses them after checking they
- * are still ours (see reg_still_mapped), instead of copying them again. */
+/* Called with memreg_lock held. Moved pages whose last window is gone move back to private
+ * anonymous memory (pages_unmove): the program may grow them with realloc (mremap, which a
+ * segment's end would make SIGBUS), have MADV_DONTNEED zero them (glibc's calloc counts on
+ * it for trimmed arena heaps), and their memory goes when it unmaps them. Where they cannot
+ * (no write protection of shared memory, or pages on a block from the transport) they stay
+ * registered as orphans (refcnt 0): the next window on the same buffer reuses them after
+ * checking they are still ours (see reg_still_mapped). */
 static void reg_drop(rma_memreg_t *reg)
 {
     if (--reg->refcnt > 0)
         return;
-    if (reg->kind == RMA_MEMREG_REMAP)
-        return;
+    if (reg->kind == RMA_MEMREG_REMAP && reg_still_mapped(reg) &&
+        (reg->fd < 0 || pages_unmove(reg->base, reg->len) != 0))
+        return; /* an orphan */
     reg_remove(reg);
 }
 
@@ -321,9 +391,12 @@ int rma_memreg_free(void *ptr)
         free(reg);
         return 0;
     }
-    /* A window still on this block keeps the segment registered; the pages go away now
-     * as MPI_Free_mem promises (using a window on freed memory is erroneous). */
+    /* The pages go away now as MPI_Free_mem promises, and so does the block's entry: memory
+     * mapped at its address later is not this block (using a window on freed memory is
+     * erroneous). A window still on it keeps the registration itself until its free. */
     munmap((void *)reg->base, reg->len);
+    rma_lwt_remove(&memreg_table, reg->base);
+    reg->listed = 0;
     reg_drop(reg);
     pthread_mutex_unlock(&memreg_lock);
     return 0;
@@ -358,16 +431,17 @@ static int vmas_cover(uintptr_t lo, uintptr_t hi, vma_fn fn, void *arg)
     return ok && covered >= hi;
 }
 
-/* Private writable memory that may be moved onto a segment: anonymous, heap, stacks, or a
- * private writable file mapping (.data/.bss) - not device memory. */
+/* Private writable anonymous memory that may be moved onto a segment: anonymous mappings
+ * (named ones too), the heap, a private mapping of /dev/zero; not the main stack. Not a
+ * private file mapping (.data, a program's own mmap of a file): userfaultfd write-protects
+ * anonymous and shmem memory only, so it stays where it is (CMA reaches it). */
 static int vma_movable(const char *perms, uint64_t offset, uint64_t ino, const char *path,
                        uintptr_t start, void *arg)
 {
     (void)offset, (void)ino, (void)start, (void)arg;
     return strcmp(perms, "rw-p") == 0 &&
-           !(strncmp(path, "/dev/", 5) == 0 && strcmp(path, "/dev/zero") != 0) &&
-           strcmp(path, "[vvar]") != 0 && strcmp(path, "[vsyscall]") != 0 &&
-           strcmp(path, "[stack]") != 0;
+           (path[0] == '\0' || strcmp(path, "[heap]") == 0 || strcmp(path, "/dev/zero") == 0 ||
+            strncmp(path, "[anon:", 6) == 0);
 }
 
 /* Still the registration's own segment, mapped at the offsets it was moved to. */
@@ -658,9 +732,25 @@ int rma_memreg_can_move(const char **why)
     return no == NULL;
 }
 
+/* The flags of /proc/self/smaps (VmFlags) of memory that a segment mapped over it would not
+ * keep: locked (mlock), wipe-on-fork, not copied or not dumped by fork and core dumps
+ * (MADV_DONTFORK, MADV_DONTDUMP), mergeable by KSM, registered with another userfaultfd.
+ * Such pages stay where they are (CMA reaches them). */
+static int vmflags_kept(const char *line)
+{
+    static const char *const lost[] = {" lo", " wf", " dc", " dd", " mg", " um", " uw"};
+
+    for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++) {
+        const char *p = strstr(line, lost[i]);
+        if (p != NULL && (p[3] == ' ' || p[3] == '\n' || p[3] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
 /* 1 when a mapping in [lo, hi) is (or may become) backed by transparent huge pages, or is
  * hugetlb memory: moving it onto a segment would make the application's own accesses
- * slower. */
+ * slower; or has settings a segment would not keep (vmflags_kept). */
 static int range_has_huge(uintptr_t lo, uintptr_t hi)
 {
     FILE *f = fopen("/proc/self/smaps", "r");
@@ -682,26 +772,11 @@ static int range_has_huge(uintptr_t lo, uintptr_t hi)
         if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0)
             huge = 1;
         else if (strncmp(line, "VmFlags:", 8) == 0 &&
-                 (strstr(line, " hg") != NULL || strstr(line, " ht") != NULL))
+                 (strstr(line, " hg") != NULL || strstr(line, " ht") != NULL || vmflags_kept(line)))
             huge = 1;
     }
     fclose(f);
     return huge;
-}
-
-/* Allocates the pages of the segment mapped at tmp, len bytes: faults taken here are not
- * taken while writers wait. */
-static void seg_populate(char *tmp, size_t len)
-{
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-    size_t page = rma_page_size();
-
-    if (madvise(tmp, len, MADV_POPULATE_WRITE) == 0)
-        return;
-    for (size_t off = 0; off < len; off += page) /* kernels before 5.14 */
-        ((volatile char *)tmp)[off] = 0;
 }
 
 /* Where moved pages go: a segment mapped at tmp, len bytes, that place() maps over the
@@ -738,13 +813,20 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
 
     if (uffd_open() < 0)
         return -ENOSYS;
-    seg_populate(d->tmp, len);
-    /* Every page present before writers wait: without UFFD_FEATURE_WP_UNPOPULATED write
-     * protection covers present pages only, and with it the copy below would take a read
-     * fault on each page never touched (the zero page mapped now costs none): 4 MiB of
-     * untouched window, 1.4 ms of the time writers wait */
-    for (uintptr_t p = lo; p < lo + len; p += page)
-        (void)*(volatile char *)p;
+    /* Pages of zeros are not copied: a new memfd reads zeros where nothing was written, so
+     * a sparse window stays sparse (a block from the transport may be reused memory: all
+     * of it is copied). The pages the copy writes are allocated now. Reading each page
+     * also makes every page present before writers wait: without
+     * UFFD_FEATURE_WP_UNPOPULATED write protection covers present pages only, and with it
+     * the copy would take a read fault on each page never touched (the zero page mapped
+     * now costs none): 4 MiB of untouched window, 1.4 ms of the time writers wait */
+    if (d->fd >= 0) {
+        data_runs((const char *)lo, len, NULL, populate_run, d->tmp);
+    } else {
+        populate_run(0, len, d->tmp);
+        for (uintptr_t p = lo; p < lo + len; p += page)
+            (void)*(volatile char *)p;
+    }
     if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0)
         return -errno;
     hold->begin(hold->arg);
@@ -755,7 +837,10 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
         return rc;
     }
     /* writers wait from here on: copy, then put the segment in place */
-    pages_copy(d->tmp, (void *)lo, len);
+    if (d->fd >= 0)
+        data_runs((const char *)lo, len, NULL, copy_run, &(copy_arg_t){d->tmp, (char *)lo});
+    else
+        pages_copy(d->tmp, (void *)lo, len);
     rc = seg_place(d, lo, len);
     if (rc != 0) {
         wp.mode = 0; /* leave the pages as they were */
@@ -764,6 +849,67 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
     }
     ioctl(uffd, UFFDIO_WAKE, &wake);
     hold->end(hold->arg);
+    return rc;
+}
+
+/* Moves [lo, lo+len), pages on a registration's memfd, back to private anonymous memory in
+ * place, writers held as pages_move holds them (peers have none left: the last window on
+ * the pages is gone). Only the segment's pages that hold data are copied. Without swap,
+ * mincore tells which those are without reading the others (a read of a hole would
+ * allocate it); with swap, a swapped-out page is not resident, so every page is read. 0, or
+ * -errno (the pages stay on the segment). */
+PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
+{
+    struct uffdio_register ureg = {.range = {lo, len}, .mode = UFFDIO_REGISTER_MODE_WP};
+    struct uffdio_writeprotect wp = {.range = {lo, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+    struct uffdio_range wake = {lo, len};
+    size_t page = rma_page_size();
+    struct sysinfo si;
+    int sparse = sysinfo(&si) == 0 && si.totalswap == 0;
+    unsigned char *in = sparse ? malloc(len / page) : NULL;
+    char *tmp;
+    long at;
+    int rc = 0;
+
+    if (uffd_open() < 0 || !uffd_wp_shmem || (sparse && in == NULL)) {
+        free(in);
+        return -ENOSYS;
+    }
+    tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+    if (tmp == MAP_FAILED) {
+        free(in);
+        return -ENOMEM;
+    }
+    if (in != NULL && syscall(SYS_mincore, lo, len, in) != 0)
+        rc = -errno;
+    if (rc == 0) /* what the copy writes, allocated before writers wait */
+        data_runs((const char *)lo, len, in, populate_run, tmp);
+    if (rc == 0 && ioctl(uffd, UFFDIO_REGISTER, &ureg) != 0)
+        rc = -errno;
+    if (rc == 0 && ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
+        rc = -errno;
+        ioctl(uffd, UFFDIO_UNREGISTER, &wake);
+    }
+    if (rc != 0) {
+        syscall(SYS_munmap, tmp, len);
+        free(in);
+        return rc;
+    }
+    /* writers wait from here on; a page written since mincore is resident now */
+    if (in != NULL && syscall(SYS_mincore, lo, len, in) != 0)
+        memset(in, 1, len / page);
+    data_runs((const char *)lo, len, in, copy_run, &(copy_arg_t){tmp, (char *)lo});
+    at = syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, lo);
+    if (at != (long)lo) {
+        rc = -errno;
+        wp.mode = 0; /* leave the pages as they were */
+        ioctl(uffd, UFFDIO_WRITEPROTECT, &wp);
+        ioctl(uffd, UFFDIO_UNREGISTER, &wake);
+        syscall(SYS_munmap, tmp, len);
+    }
+    ioctl(uffd, UFFDIO_WAKE, &wake);
+    free(in);
     return rc;
 }
 

@@ -5,10 +5,10 @@
  * Every registered range is a whole number of pages backed by one memfd segment, kept in
  * the labeled window table (address -> region) so "which segment holds this address" is
  * O(log n). Moving keeps the contents and the virtual address: the process sees no
- * difference, and peers can then load/store the pages directly. Pages stay shared after the
- * last window on them is freed (they remain valid memory of the process) and stay
- * registered as orphans that the next window on them revives. A child of fork() gets
- * private copies of every registered range.
+ * difference, and peers can then load/store the pages directly. When the last window on
+ * them is freed they move back to private anonymous memory (doc/protocols.md); where they
+ * cannot, they stay shared and registered as orphans that the next window on them revives.
+ * A child of fork() gets private copies of every registered range.
  *
  * A process alone on its node (every peer off node: rma_locality_alone) takes its
  * MPI_Alloc_mem blocks from the transport to other nodes instead (RMA_MEMREG_NET,
@@ -35,6 +35,7 @@ typedef struct rma_memreg {
     int refcnt;   /* windows/regions using it (+1 for an MPI_Alloc_mem block); moved
                          * pages stay registered at 0 until found stale */
     int kind;
+    int listed;             /* in the table (a freed MPI_Alloc_mem block is not) */
     struct rma_nm_mem *net; /* RMA_MEMREG_NET: the transport's allocation (fd is -1) ... */
     void *kept;             /* ... its contents, copied aside when the transport ended;
                              * RMA_MEMREG_REMAP: the transport's block the pages were moved
@@ -80,7 +81,8 @@ typedef struct rma_memreg_hold {
  * mapping at reg->net_at its key addresses), which UCX maps into peers of this machine
  * that it counts as off node. NULL when that is not possible or not allowed
  * (RMA_CREATE_REMAP=0, no userfaultfd, an RDMA device on the machine (RMA_MOVE_PINNED),
- * pages that are not private writable memory or are the main stack, transparent huge
+ * pages that are not private writable anonymous memory or are the main stack, settings a
+ * segment would not keep (mlock, MADV_WIPEONFORK, ...), transparent huge
  * pages, part of another registration, pages moved onto the other kind; with net, a
  * transport that gives no System V block). Costs a copy of the pages: the progress agent
  * calls it, never a creating call. Writers wait only while the pages are copied and the

@@ -1,0 +1,350 @@
+/*
+ * moved_memory - MPI_Win_create and attached memory that librma moved onto shared memory
+ * (peers' traffic made the owner's agent move it) is the program's own memory again once the
+ * last window on it is gone, and memory whose settings a move would lose is never moved:
+ *
+ *   grow     a malloc'd array moved, its window freed, then grown with realloc (glibc:
+ *            mremap) and written past its old end (SIGBUS when it stayed on a segment)
+ *   zeroes   MADV_DONTNEED on moved pages after the window's free reads zeros, as private
+ *            memory does (glibc's calloc counts on it for trimmed heaps)
+ *   released the moved pages' segment is gone once the window is freed: no mapping or
+ *            descriptor of it is left, so unmapping the buffer gives its memory back
+ *   sparse   a 64 MiB window with one page written stays sparse when it moves
+ *   locked   mlock'ed memory is not moved (it would lose the lock), and RMA on it works
+ *   data     an initialized global array (.data, a file mapping) works, never moved
+ *   dynamic  attached buffers moved, detached and unmapped in turn: the origin keeps no
+ *            mapping of the segments of detached regions
+ *   freed    an MPI_Alloc_mem block freed while its window lives (erroneous), and memory
+ *            at its address under a new window: the new window's puts land there
+ *
+ * Each rank owns its memory and drives the move of its right neighbour's. Where librma
+ * cannot move memory (no userfaultfd: an ordinary user) nothing moves and the checks of
+ * what a move leaves are skipped; RMA on the memory is checked everywhere. Runs where
+ * ranks share a node (node; twonode, whose off-node neighbours keep CMA): a rank alone on
+ * its node (RMA_NETMOD_ONLY=1, one rank a node) moves memory onto a block from UCX, which
+ * stays where it is after the window (doc/tuning.md).
+ */
+#include "rma_ext.h"
+#include "rmatest.h"
+
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KIB 1024L
+#define MIB (1024L * 1024)
+
+static int rank, nprocs, right, left, can_move;
+
+char gdata[64 * 1024] __attribute__((aligned(4096))) = {1};
+
+/* The origin's gets and puts to right's window at disp until right's memory is reached
+ * directly, for at most 0.5 s: 1 when it was (moved). Every put writes tag into its long. */
+static int drive_move(MPI_Win win, MPI_Aint disp, MPI_Aint len, long tag)
+{
+    double t0 = MPI_Wtime();
+    int path = RMAX_PATH_CMA;
+    long v, put = tag;
+
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    for (int i = 0; path != RMAX_PATH_DIRECT && path != RMAX_PATH_NETMAP &&
+                    MPI_Wtime() - t0 < 0.5 && (can_move || i < 256);
+         i++) {
+        MPI_OK(MPI_Get(&v, 1, MPI_LONG, right, disp, 1, MPI_LONG, win));
+        MPI_OK(MPI_Put(&put, 1, MPI_LONG, right, disp + (MPI_Aint)sizeof(long), 1, MPI_LONG, win));
+        MPI_OK(MPI_Win_flush(right, win));
+        if (i % 16 == 15)
+            MPI_OK(RMAX_Win_path(win, right, disp, len, &path));
+    }
+    MPI_OK(MPI_Win_unlock(right, win));
+    return path == RMAX_PATH_DIRECT || path == RMAX_PATH_NETMAP;
+}
+
+/* The mapping of /proc/self/maps holding addr: its permissions, inode and line; 0 if none. */
+static int mapping_of(const void *addr, char perms[8], unsigned long *ino)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+
+    while (f != NULL && !found && fgets(line, sizeof(line), f)) {
+        unsigned long s, e, off, i;
+        char p[8];
+        if (sscanf(line, "%lx-%lx %7s %lx %*s %lu", &s, &e, p, &off, &i) == 5 &&
+            (uintptr_t)addr >= s && (uintptr_t)addr < e) {
+            strcpy(perms, p);
+            *ino = i;
+            found = 1;
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+    return found;
+}
+
+/* 1 when some mapping or open descriptor of this process is of inode ino. */
+static int inode_held(unsigned long ino)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int held = 0;
+    DIR *d;
+    struct dirent *de;
+
+    while (f != NULL && !held && fgets(line, sizeof(line), f)) {
+        unsigned long i;
+        held = sscanf(line, "%*x-%*x %*s %*x %*s %lu", &i) == 1 && i == ino;
+    }
+    if (f != NULL)
+        fclose(f);
+    d = opendir("/proc/self/fd");
+    while (d != NULL && !held && (de = readdir(d)) != NULL) {
+        char p[300];
+        struct stat st;
+        snprintf(p, sizeof(p), "/proc/self/fd/%s", de->d_name);
+        held = de->d_name[0] != '.' && stat(p, &st) == 0 && st.st_ino == ino;
+    }
+    if (d != NULL)
+        closedir(d);
+    return held;
+}
+
+/* A field of /proc/self/smaps (kB) for the mapping holding addr; -1 if none. */
+static long smaps_kb(const void *addr, const char *field)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int in = 0;
+    long kb = -1;
+    size_t fl = strlen(field);
+
+    while (f != NULL && kb < 0 && fgets(line, sizeof(line), f)) {
+        unsigned long s, e;
+        if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = (uintptr_t)addr >= s && (uintptr_t)addr < e;
+            continue;
+        }
+        if (in && strncmp(line, field, fl) == 0 && line[fl] == ':')
+            kb = atol(line + fl + 1);
+    }
+    if (f != NULL)
+        fclose(f);
+    return kb;
+}
+
+/* Every rank's flag ANDed (the owner's memory moved by its left neighbour's drive). */
+static int mine_moved(int drove)
+{
+    int m = 0;
+
+    MPI_Sendrecv(&drove, 1, MPI_INT, right, 7, &m, 1, MPI_INT, left, 7, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    return m;
+}
+
+static void test_grow_zeroes_released(void)
+{
+    size_t len = MIB;
+    long *buf = malloc(len), *pages;
+    char perms[8] = "";
+    unsigned long ino = 0;
+    MPI_Win win;
+    int moved, pmoved;
+
+    for (size_t i = 0; i < len / sizeof(long); i++)
+        buf[i] = (long)i;
+    pages = mmap(NULL, 16 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(pages, 0x5a, 16 * 4096);
+    MPI_OK(MPI_Win_create(buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    moved = mine_moved(drive_move(win, 4096, 64, 1000 + rank));
+    CHECK(!can_move || moved, "grow: the array was not moved in 0.5 s");
+    if (moved && mapping_of(buf + 4096 / sizeof(long), perms, &ino))
+        CHECK(perms[3] == 's', "grow: moved memory is mapped %s", perms);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(buf[4096 / sizeof(long) + 1] == 1000 + left, "grow: the last put wrote %ld",
+          buf[4096 / sizeof(long) + 1]);
+    buf[4096 / sizeof(long) + 1] = 4096 / sizeof(long) + 1;
+    MPI_OK(MPI_Win_free(&win));
+
+    /* the program's own memory again: private, and growable */
+    if (moved && mapping_of(buf + 4096 / sizeof(long), perms, &ino)) {
+        CHECK(perms[3] == 'p', "released: after MPI_Win_free the array is mapped %s", perms);
+        CHECK(!inode_held(ino) || perms[3] == 'p', "released: its segment is still held");
+    }
+    long *grown = realloc(buf, 4 * len);
+    CHECK(grown != NULL, "grow: realloc failed");
+    if (grown != NULL) {
+        size_t bad = 0;
+        for (size_t i = len / sizeof(long); i < 4 * len / sizeof(long); i++)
+            grown[i] = (long)i; /* SIGBUS where the array stayed on a segment */
+        for (size_t i = 0; i < 4 * len / sizeof(long); i++)
+            bad += grown[i] != (long)i;
+        CHECK(bad == 0, "grow: %zu longs of the grown array wrong", bad);
+        free(grown);
+    }
+
+    /* pages moved, window freed, MADV_DONTNEED: zeros */
+    MPI_OK(MPI_Win_create(pages, 16 * 4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    pmoved = mine_moved(drive_move(win, 0, 64, 7));
+    CHECK(!can_move || pmoved, "zeroes: the pages were not moved in 0.5 s");
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_OK(MPI_Win_free(&win));
+    CHECK(madvise(pages, 16 * 4096, MADV_DONTNEED) == 0, "zeroes: madvise failed");
+    size_t nonzero = 0;
+    for (size_t i = 0; i < 16 * 4096 / sizeof(long); i++)
+        nonzero += pages[i] != 0;
+    CHECK(nonzero == 0, "zeroes: %zu longs not zero after MADV_DONTNEED (moved %d)", nonzero,
+          pmoved);
+    munmap(pages, 16 * 4096);
+    if (ino != 0 && moved)
+        CHECK(!inode_held(ino), "released: the segment the array moved onto is still held");
+}
+
+static void test_sparse(void)
+{
+    size_t len = 64 * MIB;
+    char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    MPI_Win win;
+    int moved;
+
+    buf[5 * MIB] = 3;
+    MPI_OK(MPI_Win_create(buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    moved = mine_moved(drive_move(win, 5 * MIB, 64, 9));
+    CHECK(!can_move || moved, "sparse: the window was not moved in 0.5 s");
+    if (moved) {
+        long rss = smaps_kb(buf, "Rss");
+        CHECK(rss >= 0 && rss < 4096, "sparse: moved, the 64 MiB window is %ld KiB resident", rss);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(buf[5 * MIB] == 3 && ((long *)(buf + 5 * MIB))[1] == 9 && buf[0] == 0 &&
+              buf[len - 1] == 0,
+          "sparse: contents %d %ld %d %d", buf[5 * MIB], ((long *)(buf + 5 * MIB))[1], buf[0],
+          buf[len - 1]);
+    MPI_OK(MPI_Win_free(&win));
+    munmap(buf, len);
+}
+
+static void test_locked_and_data(void)
+{
+    size_t len = 16 * 4096;
+    long *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int locked = mlock(buf, len) == 0; /* may be refused by RLIMIT_MEMLOCK */
+    MPI_Win win;
+
+    memset(buf, 0, len);
+    MPI_OK(MPI_Win_create(buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    int moved = mine_moved(drive_move(win, 0, 64, 11));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(buf[1] == 11, "locked: the put wrote %ld", buf[1]);
+    if (locked) {
+        CHECK(!moved, "locked: mlock'ed memory was moved");
+        CHECK(smaps_kb(buf, "Locked") > 0, "locked: the memory is no longer locked");
+    }
+    MPI_OK(MPI_Win_free(&win));
+    munmap(buf, len);
+
+    MPI_OK(MPI_Win_create(gdata, sizeof(gdata), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    moved = mine_moved(drive_move(win, 4096, 64, 13));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(!moved, ".data: an initialized global array was moved");
+    CHECK(((long *)(gdata + 4096))[1] == 13 && gdata[0] == 1, ".data: contents %ld %d",
+          ((long *)(gdata + 4096))[1], gdata[0]);
+    MPI_OK(MPI_Win_free(&win));
+}
+
+/* Mappings of this process that are shared (rw-s) and 4 MiB long. */
+static int shared_4m_mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+
+    while (f != NULL && fgets(line, sizeof(line), f)) {
+        unsigned long s, e;
+        char p[8];
+        if (sscanf(line, "%lx-%lx %7s", &s, &e, p) == 3 && p[3] == 's' && e - s == 4 * MIB)
+            n++;
+    }
+    if (f != NULL)
+        fclose(f);
+    return n;
+}
+
+static void test_dynamic(void)
+{
+    MPI_Win win;
+    int before, moves = 0;
+
+    MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    before = shared_4m_mappings();
+    for (int r = 0; r < 6; r++) {
+        long *buf = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        MPI_Aint at, rat;
+        buf[0] = r;
+        MPI_OK(MPI_Win_attach(win, buf, 4 * MIB));
+        MPI_Get_address(buf, &at);
+        MPI_Sendrecv(&at, 1, MPI_AINT, left, 3, &rat, 1, MPI_AINT, right, 3, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        moves += mine_moved(drive_move(win, rat, 64, 100 + r));
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(buf[1] == 100 + r, "dynamic: round %d: the put wrote %ld", r, buf[1]);
+        MPI_OK(MPI_Win_detach(win, buf));
+        MPI_Barrier(MPI_COMM_WORLD);
+        munmap(buf, 4 * MIB);
+    }
+    CHECK(!can_move || moves >= 2, "dynamic: %d of 6 regions moved", moves);
+    /* this rank as the origin: the segments of detached regions are not kept mapped */
+    int after = shared_4m_mappings();
+    CHECK(after - before <= 1, "dynamic: %d more 4 MiB shared mappings after 6 regions (%d moved)",
+          after - before, moves);
+    MPI_OK(MPI_Win_free(&win));
+}
+
+static void test_freed_block(void)
+{
+    size_t len = 64 * 4096;
+    long *blk, *again, *fresh;
+    MPI_Win w1, w2;
+
+    MPI_OK(MPI_Alloc_mem((MPI_Aint)len, MPI_INFO_NULL, &blk));
+    MPI_OK(MPI_Win_create(blk, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w1));
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_OK(MPI_Free_mem(blk)); /* erroneous while w1 lives: w1 is not used again */
+    again = mmap(blk, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    fresh = again == MAP_FAILED ? malloc(len) : again;
+    memset(fresh, 0, len);
+    MPI_OK(MPI_Win_create(fresh, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w2));
+    long v = 42 + rank;
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, w2));
+    MPI_OK(MPI_Put(&v, 1, MPI_LONG, right, 0, 1, MPI_LONG, w2));
+    MPI_OK(MPI_Win_unlock(right, w2));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(fresh[0] == 42 + left, "freed: a put to memory at a freed block's address wrote %ld",
+          fresh[0]);
+    MPI_OK(MPI_Win_free(&w2));
+    MPI_OK(MPI_Win_free(&w1));
+    if (again != MAP_FAILED)
+        munmap(again, len);
+    else
+        free(fresh);
+}
+
+int main(int argc, char **argv)
+{
+    rt_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    right = (rank + 1) % nprocs;
+    left = (rank + nprocs - 1) % nprocs;
+    /* moves onto librma's segments: same-node neighbours (with RMA_NETMOD_ONLY a rank alone
+     * on its node moves onto a block from UCX, which stays: doc/tuning.md) */
+    can_move = rt_moves(rank) && rt_same_node(right) && rt_same_node(left) && !rt_netmod_only();
+    MPI_Allreduce(MPI_IN_PLACE, &can_move, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    test_grow_zeroes_released();
+    test_sparse();
+    test_locked_and_data();
+    test_dynamic();
+    test_freed_block();
+    return rt_finish("moved_memory");
+}
