@@ -863,22 +863,28 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
     struct uffdio_register ureg = {.range = {lo, len}, .mode = UFFDIO_REGISTER_MODE_WP};
     struct uffdio_writeprotect wp = {.range = {lo, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
     struct uffdio_range wake = {lo, len};
-    size_t page = rma_page_size();
+    size_t page = rma_page_size(), inlen = (len / page + page - 1) & ~(page - 1);
     struct sysinfo si;
-    int sparse = sysinfo(&si) == 0 && si.totalswap == 0;
-    unsigned char *in = sparse ? malloc(len / page) : NULL;
+    unsigned char *in = NULL;
     char *tmp;
     long at;
     int rc = 0;
 
-    if (uffd_open() < 0 || !uffd_wp_shmem || (sparse && in == NULL)) {
-        free(in);
+    /* Nothing this thread writes while writers wait may lie in the range: not its stack
+     * (a window on a thread's stack, freed by that thread; the agent never moves its own),
+     * nor the vector mincore fills, mapped apart rather than taken from the heap the
+     * range may hold. */
+    if ((uintptr_t)&at - lo < len || uffd_open() < 0 || !uffd_wp_shmem)
         return -ENOSYS;
-    }
+    if (sysinfo(&si) == 0 && si.totalswap == 0 &&
+        (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+        return -ENOMEM;
     tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                           -1, 0);
     if (tmp == MAP_FAILED) {
-        free(in);
+        if (in != NULL)
+            syscall(SYS_munmap, in, inlen);
         return -ENOMEM;
     }
     if (in != NULL && syscall(SYS_mincore, lo, len, in) != 0)
@@ -893,7 +899,8 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
     }
     if (rc != 0) {
         syscall(SYS_munmap, tmp, len);
-        free(in);
+        if (in != NULL)
+            syscall(SYS_munmap, in, inlen);
         return rc;
     }
     /* writers wait from here on; a page written since mincore is resident now */
@@ -909,7 +916,8 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
         syscall(SYS_munmap, tmp, len);
     }
     ioctl(uffd, UFFDIO_WAKE, &wake);
-    free(in);
+    if (in != NULL)
+        syscall(SYS_munmap, in, inlen);
     return rc;
 }
 

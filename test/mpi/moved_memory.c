@@ -9,6 +9,7 @@
  *            memory does (glibc's calloc counts on it for trimmed heaps)
  *   released the moved pages' segment is gone once the window is freed: no mapping or
  *            descriptor of it is left, so unmapping the buffer gives its memory back
+ *   heap     a small window in the heap, moved and freed: malloc's data around it holds
  *   sparse   a 64 MiB window with one page written stays sparse when it moves
  *   locked   mlock'ed memory is not moved (it would lose the lock), and RMA on it works
  *   data     an initialized global array (.data, a file mapping) works, never moved
@@ -201,6 +202,32 @@ static void test_grow_zeroes_released(void)
         CHECK(!inode_held(ino), "released: the segment the array moved onto is still held");
 }
 
+/* A small window in the heap: its page holds malloc's own data too, which the moves back
+ * and forth must keep, and which the mover must not write while writers wait. */
+static void test_heap(void)
+{
+    long *small = calloc(1, 3000), *more[64];
+    MPI_Win win;
+    int moved;
+
+    for (int i = 0; i < 64; i++)
+        more[i] = malloc(48);
+    MPI_OK(MPI_Win_create(small, 3000, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    moved = mine_moved(drive_move(win, 0, 64, 17));
+    CHECK(!can_move || moved, "heap: the window was not moved in 0.5 s");
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_OK(MPI_Win_free(&win));
+    CHECK(small[1] == 17, "heap: the put wrote %ld", small[1]);
+    for (int i = 0; i < 64; i++) { /* malloc's data around the window still holds */
+        free(more[i]);
+        more[i] = calloc(1, 48 + i);
+        CHECK(more[i][0] == 0, "heap: calloc gave non-zero memory");
+    }
+    for (int i = 0; i < 64; i++)
+        free(more[i]);
+    free(small);
+}
+
 static void test_sparse(void)
 {
     size_t len = 64 * MIB;
@@ -342,6 +369,7 @@ int main(int argc, char **argv)
     can_move = rt_moves(rank) && rt_same_node(right) && rt_same_node(left) && !rt_netmod_only();
     MPI_Allreduce(MPI_IN_PLACE, &can_move, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     test_grow_zeroes_released();
+    test_heap();
     test_sparse();
     test_locked_and_data();
     test_dynamic();
