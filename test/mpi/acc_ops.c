@@ -225,16 +225,17 @@ static void slot_init(int si, int owner, char *p)
     gen_n(t, seed_of(owner, si, 7), 2, p + R_CAS(e), e);
 }
 
-/* target = target op origin for n elements at stride ext (sequential reference) */
+/* target = target op origin for n elements at stride ext (sequential reference): the
+ * target's element is the in-out operand, as in MPICH's RMA */
 static void ref_apply(const tinfo_t *t, MPI_Op op, char *target, const char *origin, int n,
                       MPI_Aint ext)
 {
     char *tmp = malloc(n * ext);
     if (op == MPI_NO_OP)
         goto out;
-    memcpy(tmp, origin, n * ext);
+    memcpy(tmp, op == MPI_REPLACE ? origin : target, n * ext);
     if (op != MPI_REPLACE)
-        MPI_Reduce_local(target, tmp, n, t->dt, op);
+        MPI_Reduce_local(origin, tmp, n, t->dt, op);
     for (int i = 0; i < n; i++) { /* copy data bytes only: gaps stay as they were */
         MPI_Aint sz;
         int isz;

@@ -969,21 +969,23 @@ static int stripe_hold(acc_op_t *a, stripe_set_t *set)
     return 0;
 }
 
-/* upd = old op upd on a packed copy: by our own kernel where there is one for the kind and
- * op, as on every other path (MPICH 4.0.2's MPI_Reduce_local compares unsigned types as
- * signed in MPI_MAX and MPI_MIN, pmodels/mpich#6083; every predefined op commutes, and a
- * kernel refuses an op it lacks before it writes: MPI_LXOR on floats, which MPICH computes),
- * else by MPI_Reduce_local in int counts. 0, or 1 when MPI_Reduce_local failed. */
-static int packed_combine(acc_op_t *a, const char *old, char *upd)
+/* old = old op upd on a packed copy, the target's element the in-out operand as on every
+ * other path (the host library's RMA does so: ties, signed zeros and NaNs of MPI_MAX and
+ * MPI_MIN come out the same whichever path an element takes): by our own kernel where there
+ * is one for the kind and op (MPICH 4.0.2's MPI_Reduce_local compares unsigned types as
+ * signed in MPI_MAX and MPI_MIN, pmodels/mpich#6083; a kernel refuses an op it lacks before
+ * it writes: MPI_LXOR on floats, which MPICH computes), else by MPI_Reduce_local in int
+ * counts. 0, or 1 when MPI_Reduce_local failed. */
+static int packed_combine(acc_op_t *a, char *old, const char *upd)
 {
     int (*kernel)(int, void *, const char *, size_t) = plain_kernel(a->akind);
     MPI_Aint done = 0, ext = a->bd->extent;
 
-    if (kernel != NULL && kernel(a->op, upd, old, (size_t)a->nelem) == 0)
+    if (kernel != NULL && kernel(a->op, old, upd, (size_t)a->nelem) == 0)
         return 0;
     while (done < a->nelem) {
         int n = a->nelem - done > INT_MAX / 2 ? INT_MAX / 2 : (int)(a->nelem - done);
-        if (PMPI_Reduce_local(old + done * ext, upd + done * ext, n, a->basic, a->op_handle) !=
+        if (PMPI_Reduce_local(upd + done * ext, old + done * ext, n, a->basic, a->op_handle) !=
             MPI_SUCCESS)
             return 1;
         done += n;
@@ -1015,15 +1017,15 @@ static int acc_packed(acc_op_t *a)
     if (write)
         rma_dtl_copy(upd, a->bd, a->nelem, a->opk, a->bd, a->nelem);
     rc = acc_move(a, old, 0);
+    if (rc == 0 && a->rpk != NULL)
+        memcpy(a->rpk, old, bytes);
     if (rc == 0 && a->kind == RMA_CAS) {
         same = memcmp(old, a->compare, a->esize) == 0;
     } else if (rc == 0 && write && a->op != RMA_OP_REPLACE) {
-        rc = packed_combine(a, old, upd);
+        rc = packed_combine(a, old, upd); /* the result in old */
     }
     if (rc == 0 && write && same)
-        rc = acc_move(a, upd, 1);
-    if (rc == 0 && a->rpk != NULL)
-        memcpy(a->rpk, old, bytes);
+        rc = acc_move(a, a->kind == RMA_CAS || a->op == RMA_OP_REPLACE ? upd : old, 1);
     return rc;
 }
 

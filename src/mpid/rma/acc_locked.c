@@ -2,9 +2,11 @@
  * acc_locked.c - element kernels for the predefined types that have no CPU atomic (acc.h's
  * RMA_AK_LOCKED): the MAXLOC/MINLOC pairs, long double, the complex types and MPI_LOGICAL.
  *
- * They compute what the host library's MPI_Reduce_local(t, o', n, type, op) leaves in o',
- * a copy of the origin's elements: the same operand order, so the same result for ties,
- * signed zeros and NaNs, and the same bytes in a long double's padding. They call no MPI,
+ * They compute what the host library's RMA leaves at the target, MPI_Reduce_local(o, t, n,
+ * type, op): the target's element is the in-out operand, so ties, signed zeros and NaNs
+ * come out as there (MPI_MAX and MPI_MIN keep the origin's value when the comparison fails,
+ * MPI_MAXLOC and MPI_MINLOC the target's), as on every other path (acc.h's kernels, acc.c's
+ * packed copies), and a long double's padding keeps the target's bytes. They call no MPI,
  * so the target's agent, a thread that never calls MPI (agent.h), applies off-node
  * accumulates with them. Types whose arithmetic the host library does in a format C does
  * not name (MPI_REAL16, MPI_COMPLEX32: _Float128 here) have none; their calls take the
@@ -28,30 +30,31 @@ void rma_acc_locked_probe(void)
         flog_true = u;
 }
 
-/* MPICH's MPL_MIN / MPL_MAX, argument order included (it decides which NaN wins) */
-#define LK_MIN(a, b) ((a) > (b) ? (b) : (a))
+/* MPICH's MPL_MIN / MPL_MAX, argument order included (it decides which NaN wins): a is the
+ * in-out operand, b wins when the comparison fails */
+#define LK_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define LK_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Bytes of a long double that hold its value (x87's 80 bits in 16 here); the rest is
- * padding, which MPI_Reduce_local leaves as its in-out buffer had it: o's. */
+ * padding, which stays as the target had it (MPI_Reduce_local's x87 stores leave its in-out
+ * buffer's). */
 #define LD_DATA (LDBL_MANT_DIG == 64 ? 10 : sizeof(long double))
 
-/* Stores the size-byte result v at t; when it is made of long doubles (ld), the padding of
- * each comes from o, as MPI_Reduce_local's x87 stores leave it. */
-static void lk_put(char *t, const char *o, const void *v, size_t size, int ld)
+/* Stores the size-byte result v at t; when it is made of long doubles (ld), their data
+ * bytes only. */
+static void lk_put(char *t, const void *v, size_t size, int ld)
 {
     if (!ld || LD_DATA == sizeof(long double)) {
         memcpy(t, v, size);
         return;
     }
-    for (size_t k = 0; k < size; k += sizeof(long double)) {
-        memcpy(t + k + LD_DATA, o + k + LD_DATA, sizeof(long double) - LD_DATA);
+    for (size_t k = 0; k < size; k += sizeof(long double))
         memcpy(t + k, (const char *)v + k, LD_DATA);
-    }
 }
 
-/* One pair type: a = o's element, b = t's; the standard's MAXLOC/MINLOC with the lower
- * index on a tie. Only the value and the index are written back: a hole keeps its bytes. */
+/* One pair type: a = t's element (in-out), b = o's; the standard's MAXLOC/MINLOC with the
+ * lower index on a tie, b taken only when its value compares greater (less): MPICH's.
+ * Only the value and the index are written back: a hole keeps its bytes. */
 #define LK_PAIR(NAME, V, L, LD)                                                                    \
     static int NAME(int op, char *t, const char *o, size_t n, size_t es)                           \
     {                                                                                              \
@@ -63,17 +66,17 @@ static void lk_put(char *t, const char *o, const void *v, size_t size, int ld)
             return -1;                                                                             \
         for (size_t i = 0; i < n; i++, t += es, o += es) {                                         \
             pair_t a, b;                                                                           \
-            memcpy(&a.value, o, sizeof(a.value));                                                  \
-            memcpy(&a.loc, o + offsetof(pair_t, loc), sizeof(a.loc));                              \
-            memcpy(&b.value, t, sizeof(b.value));                                                  \
-            memcpy(&b.loc, t + offsetof(pair_t, loc), sizeof(b.loc));                              \
-            if (op == RMA_OP_MAXLOC ? a.value < b.value : a.value > b.value) {                     \
+            memcpy(&a.value, t, sizeof(a.value));                                                  \
+            memcpy(&a.loc, t + offsetof(pair_t, loc), sizeof(a.loc));                              \
+            memcpy(&b.value, o, sizeof(b.value));                                                  \
+            memcpy(&b.loc, o + offsetof(pair_t, loc), sizeof(b.loc));                              \
+            if (op == RMA_OP_MAXLOC ? b.value > a.value : b.value < a.value) {                     \
                 a.value = b.value;                                                                 \
                 a.loc = b.loc;                                                                     \
-            } else if (op == RMA_OP_MAXLOC ? a.value <= b.value : a.value >= b.value) {            \
+            } else if (b.value == a.value) {                                                       \
                 a.loc = LK_MIN(a.loc, b.loc);                                                      \
             }                                                                                      \
-            lk_put(t, o, &a.value, sizeof(a.value), LD);                                           \
+            lk_put(t, &a.value, sizeof(a.value), LD);                                              \
             memcpy(t + offsetof(pair_t, loc), &a.loc, sizeof(a.loc));                              \
         }                                                                                          \
         return 0;                                                                                  \
@@ -88,14 +91,14 @@ LK_PAIR(lk_long_double_int, long double, int, 1)
 LK_PAIR(lk_2real, float, float, 0)
 LK_PAIR(lk_2double, double, double, 0)
 
-/* A scalar or C complex type T: a = a op b, a the copy of o's element. */
+/* A scalar or C complex type T: a = a op b, a t's element (in-out), b o's. */
 #define LK_LOOP(T, LD, EXPR)                                                                       \
     for (size_t i = 0; i < n; i++, t += es, o += es) {                                             \
         T a, b;                                                                                    \
-        memcpy(&a, o, sizeof(T));                                                                  \
-        memcpy(&b, t, sizeof(T));                                                                  \
+        memcpy(&a, t, sizeof(T));                                                                  \
+        memcpy(&b, o, sizeof(T));                                                                  \
         a = (T)(EXPR);                                                                             \
-        lk_put(t, o, &a, sizeof(T), LD);                                                           \
+        lk_put(t, &a, sizeof(T), LD);                                                              \
     }
 
 static int lk_long_double(int op, char *t, const char *o, size_t n, size_t es)
@@ -135,8 +138,8 @@ LK_CCOMPLEX(lk_long_double_complex, long double _Complex, 1)
             return -1;                                                                             \
         for (size_t i = 0; i < n; i++, t += es, o += es) {                                         \
             F a[2], b[2], c[2];                                                                    \
-            memcpy(a, o, sizeof(a));                                                               \
-            memcpy(b, t, sizeof(b));                                                               \
+            memcpy(a, t, sizeof(a));                                                               \
+            memcpy(b, o, sizeof(b));                                                               \
             c[0] = a[0];                                                                           \
             c[1] = a[1];                                                                           \
             if (op == RMA_OP_SUM) {                                                                \
@@ -160,8 +163,8 @@ static int lk_logical(int op, char *t, const char *o, size_t n, size_t es)
         return -1;
     for (size_t i = 0; i < n; i++, t += es, o += es) {
         MPI_Fint a, b;
-        memcpy(&a, o, sizeof(a));
-        memcpy(&b, t, sizeof(b));
+        memcpy(&a, t, sizeof(a));
+        memcpy(&b, o, sizeof(b));
         a = RMA_ACC_LOGIC(op, a, b) ? flog_true : 0;
         memcpy(t, &a, sizeof(a));
     }
