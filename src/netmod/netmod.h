@@ -72,12 +72,15 @@ typedef struct rma_nm_way {
 
 /* The kinds of rma_nm_tgt_t.ord_kinds: puts and gets aggregation holds back, accumulates
  * sent to the target's agent or held back (the agent may defer one), rendezvous transfers
- * (their data lands later). */
+ * (their data lands later), RDMA puts and gets the transport left queued where it keeps no
+ * issue order (UCX's lanes: a later operation on another lane, or a copy through memory UCX
+ * maps here, goes first). */
 enum {
     RMA_NM_ORD_PUT_HELD,
     RMA_NM_ORD_GET_HELD,
     RMA_NM_ORD_ACC,
     RMA_NM_ORD_RNDV,
+    RMA_NM_ORD_QUEUED,
     RMA_NM_ORD_NKINDS
 };
 
@@ -306,6 +309,35 @@ static inline void rma_nm_release_held(const void *keep)
 {
     if (atomic_load_explicit(&rma_nm_holders, memory_order_relaxed) > 0)
         rma_nm_release_held_slow(keep);
+}
+
+/* *w = min(*w, v) or max(*w, v) (max set) */
+static inline void rma_nm_ord_widen(_Atomic uint64_t *w, uint64_t v, int max)
+{
+    uint64_t c = atomic_load_explicit(w, memory_order_relaxed);
+
+    while ((max ? v > c : v < c) && !atomic_compare_exchange_weak_explicit(
+                                        w, &c, v, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+/* An operation of kind k (RMA_NM_ORD_*) touching target bytes [lo, hi) was issued to t (and
+ * counted in t->issued: rma_nm_ord_done). Threads of one process issue in no order MPI
+ * defines: a span may cover another thread's operations too. */
+static inline void rma_nm_ord_note(rma_nm_tgt_t *t, int k, uint64_t lo, uint64_t hi)
+{
+    unsigned bit = 1u << k;
+
+    if (lo >= hi)
+        return;
+    if (atomic_load_explicit(&t->ord_kinds, memory_order_relaxed) & bit) {
+        rma_nm_ord_widen(&t->ord_lo[k], lo, 0);
+        rma_nm_ord_widen(&t->ord_hi[k], hi, 1);
+        return;
+    }
+    atomic_store_explicit(&t->ord_lo[k], lo, memory_order_relaxed);
+    atomic_store_explicit(&t->ord_hi[k], hi, memory_order_relaxed);
+    atomic_fetch_or_explicit(&t->ord_kinds, bit, memory_order_release);
 }
 
 /* Everything issued to t before seen took effect, and nothing was issued since: no later

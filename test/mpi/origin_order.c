@@ -10,7 +10,8 @@
  *           three shapes, then a get of one of the three shapes (27 combinations: held
  *           puts and accumulates, requests to the agent, RDMA, network atomics);
  *   held:   one small put, then 16 more that aggregation holds back, then a get of them;
- *   war:    gets, then puts and an accumulate to the same bytes: the gets see the old values;
+ *   war:    64 gets (more than UCX takes at once: it queues some), then puts and an
+ *           accumulate to the same bytes: the gets see the old values;
  *   acc_put: accumulates held back, then a put over them: the put wins;
  *   large:  a put of 256 KiB (a rendezvous through the target's agent), then a get of its
  *           last bytes.
@@ -139,32 +140,34 @@ static void held(rt_win_t *w, int r)
           b, res[b], src[b]);
 }
 
+/* WORDS gets: more than UCX's shared-memory lanes take at once, so that it queues some */
 static void war(rt_win_t *w, int r)
 {
-    static const long zero_n[N];
-    long old[N], src[N], one = 1, res[N];
+    static const long zero_n[WORDS];
+    long old[WORDS], src[WORDS], one = 1, res[WORDS];
     int b;
 
     zero(w, WORDS * 8);
     if (me != np - 1)
         return;
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < WORDS; i++) {
         src[i] = 50 + r;
         old[i] = -1;
     }
     MPI_OK(MPI_Win_lock_all(0, w->win));
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < WORDS; i++)
         MPI_OK(MPI_Get(&old[i], 1, MPI_LONG, 0, w->base + 8 * i, 1, MPI_LONG, w->win));
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < WORDS; i++)
         MPI_OK(MPI_Put(&src[i], 1, MPI_LONG, 0, w->base + 8 * i, 1, MPI_LONG, w->win));
-    MPI_OK(MPI_Accumulate(&one, 1, MPI_LONG, 0, w->base, 1, MPI_LONG, MPI_SUM, w->win));
+    MPI_OK(MPI_Accumulate(&one, 1, MPI_LONG, 0, w->base + 8 * (WORDS - 1), 1, MPI_LONG, MPI_SUM,
+                          w->win));
     MPI_OK(MPI_Win_flush(0, w->win));
-    MPI_OK(MPI_Get(res, N, MPI_LONG, 0, w->base, N, MPI_LONG, w->win));
+    MPI_OK(MPI_Get(res, WORDS, MPI_LONG, 0, w->base, WORDS, MPI_LONG, w->win));
     MPI_OK(MPI_Win_unlock_all(w->win));
-    src[0] += 1; /* the accumulate */
-    b = first_bad(old, zero_n, N);
+    src[WORDS - 1] += 1; /* the accumulate */
+    b = first_bad(old, zero_n, WORDS);
     if (b < 0)
-        b = first_bad(res, src, N);
+        b = first_bad(res, src, WORDS);
     CHECK(b < 0, "%s gets, then puts to the same words: word %d read %ld (want 0), holds %ld "
           "(want %ld)", rt_flavor_name[w->flavor], b, old[b], res[b], src[b]);
 }

@@ -82,35 +82,6 @@ static void hx_span(const rma_hx_t *hx, uint64_t *lo, uint64_t *hi)
     }
 }
 
-/* *w = min(*w, v) or max(*w, v) (max set) */
-static void ord_widen(_Atomic uint64_t *w, uint64_t v, int max)
-{
-    uint64_t c = atomic_load_explicit(w, memory_order_relaxed);
-
-    while ((max ? v > c : v < c) && !atomic_compare_exchange_weak_explicit(
-                                        w, &c, v, memory_order_relaxed, memory_order_relaxed))
-        ;
-}
-
-/* An operation of kind k (RMA_NM_ORD_*) touching target bytes [lo, hi) was issued to nm's
- * target (and counted in nm->issued: netmod.h rma_nm_ord_done). Threads of one process
- * issue in no order MPI defines: a span may cover another thread's operations too. */
-static void hx_ord_note(rma_nm_tgt_t *nm, int k, uint64_t lo, uint64_t hi)
-{
-    unsigned bit = 1u << k;
-
-    if (lo >= hi)
-        return;
-    if (atomic_load_explicit(&nm->ord_kinds, memory_order_relaxed) & bit) {
-        ord_widen(&nm->ord_lo[k], lo, 0);
-        ord_widen(&nm->ord_hi[k], hi, 1);
-        return;
-    }
-    atomic_store_explicit(&nm->ord_lo[k], lo, memory_order_relaxed);
-    atomic_store_explicit(&nm->ord_hi[k], hi, memory_order_relaxed);
-    atomic_fetch_or_explicit(&nm->ord_kinds, bit, memory_order_release);
-}
-
 #define ORD_BIT(k) (1u << RMA_NM_ORD_##k)
 
 /* What an operation (RMA_HX_ORD_*, sent or held back) could overtake. A held put joins the
@@ -121,9 +92,10 @@ static unsigned ord_overtakes(int what, int held)
 {
     switch (what) {
     case RMA_HX_ORD_PUT:
-        return ORD_BIT(GET_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV) | (held ? 0 : ORD_BIT(PUT_HELD));
-    case RMA_HX_ORD_GET: return ORD_BIT(PUT_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV);
-    default: return ORD_BIT(GET_HELD) | ORD_BIT(RNDV); /* RMA_HX_ORD_ACC */
+        return ORD_BIT(GET_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV) | ORD_BIT(QUEUED) |
+               (held ? 0 : ORD_BIT(PUT_HELD));
+    case RMA_HX_ORD_GET: return ORD_BIT(PUT_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV) | ORD_BIT(QUEUED);
+    default: return ORD_BIT(GET_HELD) | ORD_BIT(RNDV) | ORD_BIT(QUEUED); /* RMA_HX_ORD_ACC */
     }
 }
 
@@ -391,12 +363,12 @@ static int hx_send(rma_hx_t *hx, int held)
     /* a device's RDMA does not queue behind the agent's requests as UCX's emulation does:
      * a later one to these bytes must wait for them (a held put's rule) */
     if (rc == 0 && !held && hx->write && nm->dev_rma)
-        hx_ord_note(nm, RMA_NM_ORD_PUT_HELD, lo, hi);
+        rma_nm_ord_note(nm, RMA_NM_ORD_PUT_HELD, lo, hi);
     /* gets land when their answers come, at the latest at the target's next flush: a later
      * put to these bytes must not overtake them (a held get's rule), and MPI_Win_flush_local
      * and requests must wait for them */
     if (gets > 0 && !held) { /* those sent, even when a later one failed */
-        hx_ord_note(nm, RMA_NM_ORD_GET_HELD, lo, hi);
+        rma_nm_ord_note(nm, RMA_NM_ORD_GET_HELD, lo, hi);
         rma_nm_need_local(nm);
     }
     free(body);
@@ -443,7 +415,7 @@ int rma_hx_rndv(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n, in
               : nm->ops->am_send(nm, RMA_NM_AM_HX_REQ, &m.h, sizeof(m.h), &m.r, sizeof(m.r),
                                  RMA_NM_AM_COPY));
     if (rc == 0) {
-        hx_ord_note(nm, RMA_NM_ORD_RNDV, ta, ta + n);
+        rma_nm_ord_note(nm, RMA_NM_ORD_RNDV, ta, ta + n);
         rma_nm_need_local(nm); /* the target reads buf, or writes it, later */
     }
     return rc;
@@ -702,7 +674,7 @@ int rma_hx_agg_put(rma_win_t *win, int trank, uintptr_t ta, const char *buf, siz
         return rc;
     agg_piece(a, ta, buf, n);
     agg_held(win, trank, a);
-    hx_ord_note(&win->targets[trank].nm, RMA_NM_ORD_PUT_HELD, ta, ta + n);
+    rma_nm_ord_note(&win->targets[trank].nm, RMA_NM_ORD_PUT_HELD, ta, ta + n);
     return 0;
 }
 
@@ -734,7 +706,7 @@ int rma_hx_agg_get(rma_win_t *win, int trank, uintptr_t ta, char *buf, size_t n)
         return 1; /* out of memory: it goes on its own */
     }
     agg_held(win, trank, a);
-    hx_ord_note(nm, RMA_NM_ORD_GET_HELD, ta, ta + n);
+    rma_nm_ord_note(nm, RMA_NM_ORD_GET_HELD, ta, ta + n);
     rma_nm_need_local(nm); /* its data lands when a flush sends it */
     return 0;
 }
@@ -952,7 +924,7 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
         return rc;
     if (kind == RMA_ACC && (rc = agg_acc(hx, op, basic, opk)) <= 0) {
         if (rc == 0) /* held back */
-            hx_ord_note(nm, RMA_NM_ORD_ACC, lo, hi);
+            rma_nm_ord_note(nm, RMA_NM_ORD_ACC, lo, hi);
         return rc;
     }
     /* accumulates from one origin take effect in issue order: what is held back goes first */
@@ -984,7 +956,7 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
     h.basic = (int32_t)basic;
     if (kind == RMA_ACC) { /* done at the target's next flush, as a put */
         if ((rc = hx_post(hx->win, nm, &h, body, blen)) == 0)
-            hx_ord_note(nm, RMA_NM_ORD_ACC, lo, hi);
+            rma_nm_ord_note(nm, RMA_NM_ORD_ACC, lo, hi);
         goto out;
     }
     hx_time(nm, &w, hx->bytes, 1);

@@ -281,7 +281,8 @@ static int post_req(rma_nm_tgt_t *t, ucs_status_ptr_t req, int *busy)
     if (UCS_PTR_IS_ERR(req))
         return status_errno(UCS_PTR_STATUS(req));
     if (req != NULL) {
-        if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+        int queued = ucp_request_check_status(req) == UCS_INPROGRESS;
+        if (queued) {
             atomic_store_explicit(&t->ep_queued, 1, memory_order_relaxed);
             if (busy != NULL)
                 *busy = 1;
@@ -987,6 +988,7 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
     int rc = rma_nm_gate(t), busy = !write; /* a get completes locally when its data landed */
+    uint64_t qlo = UINT64_MAX, qhi = 0;     /* the target bytes of the ones left queued */
     int i;
 
     if (rc != 0)
@@ -997,11 +999,17 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
         rma_nm_write_begin(t);
     for (i = 0; i < n && rc == 0; i++) {
         uint64_t raddr = (uint64_t)(uintptr_t)remote[i].iov_base;
+        int queued = 0;
         rc = post_req(t,
                       write
                           ? ucp_put_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p)
                           : ucp_get_nbx(t->ep, local[i].iov_base, local[i].iov_len, raddr, key, &p),
-                      &busy);
+                      &queued);
+        if (queued) {
+            busy = 1;
+            qlo = raddr < qlo ? raddr : qlo;
+            qhi = raddr + remote[i].iov_len > qhi ? raddr + remote[i].iov_len : qhi;
+        }
     }
     if (write)
         rma_nm_write_end(t);
@@ -1009,6 +1017,10 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
         ep_issued(t);
         if (busy)
             rma_nm_need_local(t);
+        /* one origin's order (mpid/rma/hx.h): a later operation to these bytes on another
+         * lane, or through a mapping, waits for them; tcp's one lane keeps issue order */
+        if (!t->ordered && qlo < qhi)
+            rma_nm_ord_note(t, RMA_NM_ORD_QUEUED, qlo, qhi);
     }
     return rc;
 }
