@@ -67,6 +67,7 @@ RMA_PMPI(Init_thread);
 static void all_in_finalize(void)
 {
     rma_win_free_left();
+    rma_request_reap_all(); /* requests the program freed early: their windows are gone */
     rma_memreg_net_end();
 }
 

@@ -274,8 +274,13 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
     } else if (rc == MPI_SUCCESS)
         rc = PMPI_Grequest_complete(r);
     if (rc != MPI_SUCCESS) {
-        if (st != NULL) /* the operation's flush is left to the next one */
-            req_free(st);
+        if (st != NULL) { /* never a request: the operation's flush is left to the next one */
+            pthread_mutex_lock(&flight_mtx);
+            list_unlink(st);
+            pthread_mutex_unlock(&flight_mtx);
+            st->ops->flush_release(st->flush);
+            req_release(st);
+        }
         return rma_err(win, func, MPI_ERR_OTHER, "cannot create the request");
     }
     *req = r;
