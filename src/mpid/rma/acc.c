@@ -413,8 +413,12 @@ static unsigned stripe_next(const stripe_set_t *set, unsigned s)
 #define STRIPE_EACH(s, set)                                                                        \
     for (unsigned s = stripe_next(set, 0); s < RMA_ACC_NLOCKS; s = stripe_next(set, s + 1))
 
+static int stripe_unlock_set(rma_win_t *win, int trank, const stripe_set_t *set,
+                             const stripe_set_t *seen, unsigned end);
+
 /* Takes every stripe of the set in ascending order (the global order: no deadlock); the
- * ones that were marked when taken go to *seen. */
+ * ones that were marked when taken go to *seen. When one cannot be taken (-errno: the
+ * target is gone), the ones taken are released. */
 static int stripe_lock_set(rma_win_t *win, int trank, const stripe_set_t *set, stripe_set_t *seen)
 {
     uint32_t mark;
@@ -422,8 +426,10 @@ static int stripe_lock_set(rma_win_t *win, int trank, const stripe_set_t *set, s
 
     memset(seen, 0, sizeof(*seen));
     STRIPE_EACH (s, set) {
-        if ((rc = stripe_lock(win, trank, s, &mark)) != 0)
+        if ((rc = stripe_lock(win, trank, s, &mark)) != 0) {
+            stripe_unlock_set(win, trank, set, seen, s); /* none is left held */
             break;
+        }
         if (mark != 0)
             stripe_add(seen, s);
     }
