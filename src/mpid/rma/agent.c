@@ -581,8 +581,15 @@ int rma_agent_progress_attach(int fd, int (*progress)(void), int (*arm)(void))
     net_progress = progress;
     pthread_mutex_unlock(&agent_lock);
     efd = rma_agent_start();
-    if (efd < 0)
+    if (efd < 0) { /* no agent: a later start (a same-node move) must not drive a network
+                      whose workers the caller destroys now */
+        pthread_mutex_lock(&agent_lock);
+        net_fd = -1;
+        net_arm = NULL;
+        net_progress = NULL;
+        pthread_mutex_unlock(&agent_lock);
         return -1;
+    }
     /* the agent may be asleep on its doorbell alone: wake it to take the network too */
     if (write(efd, &one, sizeof(one)) != sizeof(one))
         return 0;

@@ -325,6 +325,8 @@ static int agent_arm(void)
 {
     int busy;
 
+    if (ux.tw_fd < 0) /* nothing to sleep on (agent.h): keep polling */
+        return sched_yield(), 1;
     pthread_mutex_lock(&ux.tw_mtx);
     busy = ux.idle != NULL && ux.idle() > 0;
     if (!busy)
@@ -647,7 +649,11 @@ static int ucx_start(const char **why)
         goto out;
     ux.has_device = context_has_device();
     PMPI_Query_thread(&level);
-    mode = level == MPI_THREAD_MULTIPLE ? UCS_THREAD_MODE_MULTI : UCS_THREAD_MODE_SINGLE;
+    /* not SINGLE ("only the master thread"): the agent and the program's threads drive the
+     * target worker in turn, and any waiting thread the watch worker (under tw_mtx,
+     * ww_mtx); below MPI_THREAD_MULTIPLE the program's calls come from one thread at a time,
+     * not always the same one. On an mlx5 device SINGLE picks the one-thread doorbell. */
+    mode = level == MPI_THREAD_MULTIPLE ? UCS_THREAD_MODE_MULTI : UCS_THREAD_MODE_SERIALIZED;
     *why = "ucp_worker_create failed";
     ux.ow = worker_new(mode);
     ux.tw = worker_new(mode);
