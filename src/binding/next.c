@@ -39,7 +39,9 @@ __attribute__((constructor)) static void next_resolve(void)
     found &= NEXT_PMPI(Request_get_status) != NULL;
     if (!found) { /* every call of MPI_Init would come back to librma */
         fprintf(stderr, "librma: the MPI library's PMPI_Init, PMPI_Finalize, ... are not found "
-                        "past librma; link with rmacc or start with rmarun\n");
+                        "past librma: the MPI library comes first in this program's link order "
+                        "(an -lmpi or -lmpich ahead of -lrma?); link with rmacc, or start with "
+                        "rmarun\n");
         abort();
     }
     NEXT_MPII(Win_get_attr);
