@@ -39,12 +39,16 @@ static const char *const agent_names[] = {"block", "poll", "off"};
 
 static int env_initialized;
 
-static long env_long(const char *name, long dflt, long lo, long hi)
+/* name's value when it is an integer in [lo, hi]; dflt when it is not set, or (said once
+ * on stderr) not valid. *set (when not NULL) tells whether the value was taken. */
+static long env_long_set(const char *name, long dflt, long lo, long hi, int *set)
 {
     const char *s = getenv(name);
     char *end;
     long v;
 
+    if (set != NULL)
+        *set = 0;
     if (s == NULL || *s == '\0')
         return dflt;
     v = strtol(s, &end, 0);
@@ -53,7 +57,14 @@ static long env_long(const char *name, long dflt, long lo, long hi)
                 hi);
         return dflt;
     }
+    if (set != NULL)
+        *set = 1;
     return v;
+}
+
+static long env_long(const char *name, long dflt, long lo, long hi)
+{
+    return env_long_set(name, dflt, lo, hi, NULL);
 }
 
 static int env_given(const char *name)
@@ -80,8 +91,12 @@ void rma_env_init(void)
     rma_env.pidfd = (int)env_long("RMA_PIDFD", rma_env.pidfd, 0, 1);
     rma_env.agent_spin_us = (int)env_long("RMA_AGENT_SPIN_US", rma_env.agent_spin_us, 0, 1000000);
     rma_env.agent_copy = (size_t)env_long("RMA_AGENT_COPY", (long)rma_env.agent_copy, 0, 1L << 40);
-    rma_env.hx_msg = (size_t)env_long("RMA_HX_MSG", (long)rma_env.hx_msg, 4096, 4 << 20);
-    rma_env.hx_piece = (size_t)env_long("RMA_HX_PIECE", (long)rma_env.hx_piece, 0, 4 << 20);
+    /* a value given and taken also sets the one for peers reached over tcp alone (*_am) */
+    int msg_set, piece_set, agg_set;
+    rma_env.hx_msg =
+        (size_t)env_long_set("RMA_HX_MSG", (long)rma_env.hx_msg, 4096, 4 << 20, &msg_set);
+    rma_env.hx_piece =
+        (size_t)env_long_set("RMA_HX_PIECE", (long)rma_env.hx_piece, 0, 4 << 20, &piece_set);
     if (rma_env.hx_piece > rma_env.hx_msg)
         rma_env.hx_piece = rma_env.hx_msg;
     rma_env.hx_min = (size_t)env_long("RMA_HX_MIN_PIECES", (long)rma_env.hx_min, 1, 1L << 30);
@@ -100,10 +115,11 @@ void rma_env_init(void)
         rma_env.hx_get_piece = rma_env.hx_msg;
     if (rma_env.hx_get_piece < rma_env.hx_piece || rma_env.hx_piece == 0)
         rma_env.hx_get_piece = rma_env.hx_piece;
-    rma_env.aggregate = (size_t)env_long("RMA_AGGREGATE", (long)rma_env.aggregate, 0, 4 << 20);
-    rma_env.hx_piece_am = env_given("RMA_HX_PIECE") ? rma_env.hx_piece : rma_env.hx_msg;
-    rma_env.aggregate_am = env_given("RMA_AGGREGATE") ? rma_env.aggregate : RMA_AGGREGATE_AM;
-    rma_env.hx_msg_am = env_given("RMA_HX_MSG") ? rma_env.hx_msg : RMA_HX_MSG_AM;
+    rma_env.aggregate =
+        (size_t)env_long_set("RMA_AGGREGATE", (long)rma_env.aggregate, 0, 4 << 20, &agg_set);
+    rma_env.hx_piece_am = piece_set ? rma_env.hx_piece : rma_env.hx_msg;
+    rma_env.aggregate_am = agg_set ? rma_env.aggregate : RMA_AGGREGATE_AM;
+    rma_env.hx_msg_am = msg_set ? rma_env.hx_msg : RMA_HX_MSG_AM;
     rma_env.rndv = (size_t)env_long("RMA_RNDV", (long)rma_env.rndv, 0, 1L << 40);
     if (rma_env.rndv > 0 && rma_env.rndv <= rma_env.hx_piece)
         rma_env.rndv = rma_env.hx_piece + 1;
