@@ -152,7 +152,9 @@ static int info_bool(MPI_Info info, const char *key, int dflt)
     PMPI_Info_get(info, key, sizeof(val) - 1, val, &flag);
     if (!flag)
         return dflt;
-    return strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
+    if (strcmp(val, "true") == 0 || strcmp(val, "1") == 0)
+        return 1;
+    return strcmp(val, "false") == 0 || strcmp(val, "0") == 0 ? 0 : dflt; /* else ignored */
 }
 
 static void info_str(MPI_Info info, const char *key, char *dst, size_t len)
@@ -199,6 +201,40 @@ size_t rma_info_alignment(MPI_Info info)
                : 1;
 }
 
+/* accumulate_ordering: "none", or a comma-separated list of rar, raw, war and waw. */
+static int acc_ordering_valid(const char *v)
+{
+    if (strcmp(v, "none") == 0)
+        return 1;
+    for (;;) {
+        if (strncmp(v, "rar", 3) != 0 && strncmp(v, "raw", 3) != 0 && strncmp(v, "war", 3) != 0 &&
+            strncmp(v, "waw", 3) != 0)
+            return 0;
+        v += 3;
+        if (*v == '\0')
+            return 1;
+        if (*v++ != ',')
+            return 0;
+    }
+}
+
+static int acc_ops_valid(const char *v)
+{
+    return strcmp(v, "same_op") == 0 || strcmp(v, "same_op_no_op") == 0;
+}
+
+/* A string hint for key into dst, when valid (MPI: an invalid hint is ignored). */
+static void info_choice(MPI_Info info, const char *key, char *dst, size_t len,
+                        int (*valid)(const char *))
+{
+    char val[128];
+
+    val[0] = '\0';
+    info_str(info, key, val, sizeof(val));
+    if (val[0] != '\0' && valid(val) && strlen(val) < len)
+        strcpy(dst, val);
+}
+
 void rma_win_info_parse(rma_win_t *win, MPI_Info info)
 {
     rma_win_info_t *wi = &win->info;
@@ -212,8 +248,10 @@ void rma_win_info_parse(rma_win_t *win, MPI_Info info)
     wi->same_disp_unit = info_bool(info, "same_disp_unit", wi->same_disp_unit);
     wi->alloc_shared_noncontig =
         info_bool(info, "alloc_shared_noncontig", wi->alloc_shared_noncontig);
-    info_str(info, "accumulate_ordering", wi->accumulate_ordering, sizeof(wi->accumulate_ordering));
-    info_str(info, "accumulate_ops", wi->accumulate_ops, sizeof(wi->accumulate_ops));
+    info_choice(info, "accumulate_ordering", wi->accumulate_ordering,
+                sizeof(wi->accumulate_ordering), acc_ordering_valid);
+    info_choice(info, "accumulate_ops", wi->accumulate_ops, sizeof(wi->accumulate_ops),
+                acc_ops_valid);
     wi->accumulate_granularity =
         info_count(info, "mpi_accumulate_granularity", wi->accumulate_granularity);
 }

@@ -268,10 +268,27 @@ static void infos(void)
     MPI_Info_set(in, "librma_no_such_key", "1");
     MPI_OK(MPI_Win_set_info(win, in));
     MPI_Info_set(in, "mpi_accumulate_granularity", "16 bytes");
+    MPI_Info_set(in, "accumulate_ordering", "nonsense"); /* would read as "none" */
+    MPI_Info_set(in, "accumulate_ops", "any_op");
+    MPI_Info_set(in, "no_locks", "maybe");
+    MPI_OK(MPI_Win_set_info(win, in));
+    MPI_Info_set(in, "accumulate_ordering", "rar,raw,");
+    MPI_Info_set(in, "no_locks", "");
     MPI_OK(MPI_Win_set_info(win, in));
     MPI_Info_free(&in);
     MPI_OK(MPI_Win_get_info(win, &used));
     info_expect(used, "mpi_accumulate_granularity", "8", "after malformed values");
+    info_expect(used, "accumulate_ordering", "none", "after malformed values");
+    info_expect(used, "accumulate_ops", "same_op", "after malformed values");
+    info_expect(used, "no_locks", "false", "after malformed values");
+    /* ... and valid ones are taken */
+    MPI_Info_create(&in);
+    MPI_Info_set(in, "accumulate_ordering", "waw,rar");
+    MPI_OK(MPI_Win_set_info(win, in));
+    MPI_Info_free(&in);
+    MPI_Info_free(&used);
+    MPI_OK(MPI_Win_get_info(win, &used));
+    info_expect(used, "accumulate_ordering", "waw,rar", "after a valid list");
     info_expect(used, "librma_no_such_key", NULL, "after an unknown key");
     MPI_Info_free(&used);
     MPI_OK(MPI_Win_free(&win));
