@@ -77,7 +77,9 @@ int rma_li_mpi_error(const char *fn, const char *call, int mpi_rc)
 int rma_li_check_begun(const char *fn)
 {
     if (!rma_li_state.begun)
-        return rma_li_error(LI_ERR_STATE, fn, "li_begin has not been called");
+        return rma_li_error(LI_ERR_STATE, fn,
+                            rma_li_state.ended ? "called after li_end"
+                                               : "li_begin has not been called");
     return LI_OK;
 }
 
@@ -86,8 +88,9 @@ int li_begin(int *argc, char ***argv)
     rma_li_state_t *s = &rma_li_state;
     int flag = 0, rc;
 
-    if (s->begun)
-        return rma_li_error(LI_ERR_STATE, "li_begin", "called twice");
+    if (s->begun || s->ended)
+        return rma_li_error(LI_ERR_STATE, "li_begin",
+                            s->begun ? "called twice" : "called after li_end");
     MPI_Finalized(&flag);
     if (flag)
         return rma_li_error(LI_ERR_STATE, "li_begin", "MPI is already finalized");
@@ -155,8 +158,8 @@ int li_end(void)
     struct collect_ctx c = {NULL, 0};
     int rc = LI_OK, mrc;
 
-    if (!s->begun)
-        return rma_li_error(LI_ERR_STATE, "li_end", "li_begin has not been called");
+    if ((rc = rma_li_check_begun("li_end")) != LI_OK)
+        return rc;
     /* windows are freed collectively, so in registration order, never address order */
     c.v = malloc((rma_lwt_count(&s->table) + 1) * sizeof(*c.v));
     if (c.v == NULL)
@@ -185,6 +188,7 @@ int li_end(void)
     }
     MPI_Comm_free(&s->comm);
     s->begun = 0;
+    s->ended = 1;
     if (s->we_initialized) {
         s->we_initialized = 0;
         mrc = MPI_Finalize();

@@ -37,6 +37,7 @@ typedef struct rma_li_pending {
 
 typedef struct rma_li_state {
     int begun;
+    int ended;          /* li_end was called (the API does not start again) */
     int we_initialized; /* li_begin called MPI_Init */
     MPI_Comm comm;
     int nprocs;
