@@ -290,9 +290,17 @@ int rma_errh_call(rma_win_t *win, int code)
     if (eh == MPI_ERRORS_RETURN)
         return code;
     if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT) {
-        fprintf(stderr, "librma: MPI_Win_call_errhandler on window 0x%x: error code %d\n",
-                (unsigned)handle, code);
-        abort_job(code);
+        char text[MPI_MAX_ERROR_STRING];
+        int len = 0, errclass = code;
+        /* librma's own text, or the MPI library's (a code the program made) */
+        if (PMPI_Error_class(code, &errclass) != MPI_SUCCESS)
+            errclass = MPI_ERR_UNKNOWN;
+        if (rma_err_string(code, text, &len) != 1 &&
+            PMPI_Error_string(code, text, &len) != MPI_SUCCESS)
+            snprintf(text, sizeof(text), "error code %d", code);
+        fprintf(stderr, "librma: MPI_Win_call_errhandler on window 0x%x: %s\n", (unsigned)handle,
+                text);
+        abort_job(errclass);
         return code;
     }
     fn = errh_fn(eh);
