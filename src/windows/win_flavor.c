@@ -681,6 +681,7 @@ static void win_destroy(rma_win_t *win)
     rma_win_retire(win);   /* the agent no longer finds it ... */
     if (rma_net_started()) /* ... nor still uses it: a request for it in flight is refused */
         rma_net->quiesce();
+    rma_request_quiesce(); /* nor a request of it driven on another thread */
     win_net_release(win);
     if (win->targets != NULL) {
         for (int t = 0; t < win->nranks; t++) {

@@ -53,6 +53,16 @@ typedef struct req_list {
     req_flush_t *head, *tail;
 } req_list_t;
 
+/* Taken shared around a request's use of its window, exclusively by a window's free once
+ * the window is out of the table (rma_request_quiesce). */
+static pthread_rwlock_t win_use = PTHREAD_RWLOCK_INITIALIZER;
+
+void rma_request_quiesce(void)
+{
+    pthread_rwlock_wrlock(&win_use);
+    pthread_rwlock_unlock(&win_use);
+}
+
 /* Both lists, and each st->on, under flight_mtx. */
 static pthread_mutex_t flight_mtx = PTHREAD_MUTEX_INITIALIZER;
 static req_list_t flight, orphans;
@@ -82,7 +92,7 @@ static void list_unlink(req_flush_t *st)
 /* Drives st's flush once; completes the request when it is over. 0 while it is not. */
 static int req_step(req_flush_t *st)
 {
-    rma_win_t *win = rma_win_lookup(st->win);
+    rma_win_t *win;
     int rc = 0;
 
     if (st->done)
@@ -90,17 +100,25 @@ static int req_step(req_flush_t *st)
     if (st->job != NULL) {
         if (!rma_agent_job_test(&st->job->job))
             return 0;
-    } else if (win != NULL && win->serial == st->serial) {
-        rma_nm_tgt_t *nm = &win->targets[st->trank].nm;
-        if (rma_nm_flushed_upto(nm, st->seen)) { /* a flush since covered the operation */
-            st->ops->flush_release(st->flush);
-            st->flush = NULL;
-        } else if ((rc = nm->ops->flush_test(nm, &st->flush)) > 0) {
-            return 0;
-        }
-        st->err = rc;
     } else {
-        st->ops->flush_release(st->flush); /* the window's free flushed its target */
+        /* the window, looked up and used under win_use: one freed meanwhile on another
+         * thread (rma_request_quiesce) is out of the table before it goes */
+        pthread_rwlock_rdlock(&win_use);
+        win = rma_win_lookup(st->win);
+        if (win != NULL && win->serial == st->serial) {
+            rma_nm_tgt_t *nm = &win->targets[st->trank].nm;
+            if (rma_nm_flushed_upto(nm, st->seen)) { /* a flush since covered the operation */
+                st->ops->flush_release(st->flush);
+                st->flush = NULL;
+            } else if ((rc = nm->ops->flush_test(nm, &st->flush)) > 0) {
+                pthread_rwlock_unlock(&win_use);
+                return 0;
+            }
+            st->err = rc;
+        } else {
+            st->ops->flush_release(st->flush); /* the window's free flushed its target */
+        }
+        pthread_rwlock_unlock(&win_use);
     }
     st->done = 1;
     PMPI_Grequest_complete(st->req);
@@ -172,6 +190,11 @@ static void request_reap(int max)
         if (st == NULL)
             return;
         if (req_step(st)) {
+            if (st->err != 0) /* nobody waits for it to hear */
+                fprintf(stderr,
+                        "librma: a request-based operation to rank %d (its request freed) did "
+                        "not complete: %s\n",
+                        st->trank, strerror(-st->err));
             req_release(st);
             continue;
         }

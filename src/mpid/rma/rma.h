@@ -292,4 +292,8 @@ void rma_request_poke(MPI_Request req);
  * (after MPI_Win_free: all of that window's). */
 void rma_request_reap_all(void);
 
+/* A window's free, once the window is out of the table: returns when no request still uses
+ * it (a request of that window driven on another thread). */
+void rma_request_quiesce(void);
+
 #endif
