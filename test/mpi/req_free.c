@@ -33,6 +33,20 @@ static long rss_kib(void)
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/* A shared-lock epoch of one MPI_Rget whose request is freed at once; the unlock lands it.
+ * The target's first word is 1000 * its rank. */
+static void freed_get(MPI_Win win, int t, const char *where)
+{
+    long long got = -1;
+    MPI_Request q;
+
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
+    MPI_OK(MPI_Rget(&got, 1, MPI_LONG_LONG, t, 0, 1, MPI_LONG_LONG, win, &q));
+    MPI_OK(MPI_Request_free(&q));
+    MPI_OK(MPI_Win_unlock(t, win));
+    CHECK(got == 1000LL * t, "%s: the get read %lld", where, got);
+}
+
 int main(int argc, char **argv)
 {
     int rank, nprocs, rounds = rt_env_int("REQ_FREE_ROUNDS", 600);
@@ -96,14 +110,8 @@ int main(int argc, char **argv)
         CHECK(grew < 8192, "resident memory grew %ld KiB over %d freed requests", grew,
               4 * BATCH * rounds * 9 / 10);
     /* requests freed in an epoch the window's free ends */
-    if (rank == 0) {
-        MPI_Request q;
-        MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
-        MPI_OK(MPI_Rget(&got[0], 1, MPI_LONG_LONG, t, 0, 1, MPI_LONG_LONG, win, &q));
-        MPI_OK(MPI_Request_free(&q));
-        MPI_OK(MPI_Win_unlock(t, win));
-        CHECK(got[0] == 1000LL * t, "last get read %lld", got[0]);
-    }
+    if (rank == 0)
+        freed_get(win, t, "the last epoch");
     MPI_OK(MPI_Win_free(&win));
     /* ... and in an epoch of a window left for MPI_Finalize to free (UCX warned of its
      * requests not returned) */
@@ -111,13 +119,7 @@ int main(int argc, char **argv)
                             MPI_COMM_WORLD, &base, &win));
     base[0] = 1000LL * rank;
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) {
-        MPI_Request q;
-        MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
-        MPI_OK(MPI_Rget(&got[0], 1, MPI_LONG_LONG, t, 0, 1, MPI_LONG_LONG, win, &q));
-        MPI_OK(MPI_Request_free(&q));
-        MPI_OK(MPI_Win_unlock(t, win));
-        CHECK(got[0] == 1000LL * t, "get in the window left to MPI_Finalize read %lld", got[0]);
-    }
+    if (rank == 0)
+        freed_get(win, t, "a window left to MPI_Finalize");
     return rt_finish("req_free");
 }
