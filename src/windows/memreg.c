@@ -31,9 +31,10 @@ static rma_lwt_t memreg_table;
 static int memreg_ready;
 
 /* The userfaultfd that moves pages (see "moving pages" below), opened at the first move */
-static int uffd = -2;        /* -2 not opened yet, -1 unavailable (memreg_lock) */
-static const char *uffd_why; /* why it is unavailable */
-static int uffd_wp_shmem;    /* it write-protects shmem too (moved pages moving again) */
+static unsigned orphans_left; /* registrations kept at refcnt 0 (reg_drop; memreg_lock) */
+static int uffd = -2;         /* -2 not opened yet, -1 unavailable (memreg_lock) */
+static const char *uffd_why;  /* why it is unavailable */
+static int uffd_wp_shmem;     /* it write-protects shmem too (moved pages moving again) */
 
 static void orphans_prune(uintptr_t lo, uintptr_t hi);
 
@@ -277,6 +278,8 @@ static rma_memreg_t *reg_new(uintptr_t base, size_t len, int fd, int kind)
  * the transport, whose registration stays until MPI_Free_mem or MPI_Finalize. */
 static void reg_remove(rma_memreg_t *reg)
 {
+    if (reg->kind == RMA_MEMREG_REMAP && reg->refcnt == 0 && orphans_left > 0)
+        orphans_left--;
     if (reg->listed)
         rma_lwt_remove(&memreg_table, reg->base);
     if (reg->fd >= 0)
@@ -300,8 +303,10 @@ static void reg_drop(rma_memreg_t *reg)
     if (--reg->refcnt > 0)
         return;
     if (reg->kind == RMA_MEMREG_REMAP && reg_still_mapped(reg) &&
-        (reg->fd < 0 || pages_unmove(reg->base, reg->len) != 0))
-        return; /* an orphan */
+        (reg->fd < 0 || pages_unmove(reg->base, reg->len) != 0)) {
+        orphans_left++; /* an orphan */
+        return;
+    }
     reg_remove(reg);
 }
 
@@ -996,10 +1001,13 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
     if (reg != NULL &&
         (reg->refcnt > 0 || reg->kind != RMA_MEMREG_REMAP || reg_still_mapped(reg))) {
         /* shared already (an earlier window's pages, revived), if on the kind asked for */
-        if (net && reg->net == NULL)
+        if (net && reg->net == NULL) {
             reg = NULL;
-        else
+        } else {
+            if (reg->refcnt == 0 && orphans_left > 0) /* an orphan revived */
+                orphans_left--;
             reg->refcnt++;
+        }
         goto out;
     }
     reg = NULL;
@@ -1055,6 +1063,11 @@ void rma_memreg_release(rma_memreg_t *reg)
         return;
     pthread_mutex_lock(&memreg_lock);
     reg_drop(reg);
+    /* orphans that stay (pages on a block from the transport) go once the program has
+     * unmapped them: a program that frees each window's buffer and takes a new one for the
+     * next window would otherwise keep every block until MPI_Finalize */
+    if (orphans_left > 0)
+        orphans_prune(0, UINTPTR_MAX);
     pthread_mutex_unlock(&memreg_lock);
 }
 
