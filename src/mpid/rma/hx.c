@@ -92,10 +92,12 @@ static unsigned ord_overtakes(int what, int held)
 {
     switch (what) {
     case RMA_HX_ORD_PUT:
-        return ORD_BIT(GET_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV) | ORD_BIT(QUEUED) |
-               (held ? 0 : ORD_BIT(PUT_HELD));
-    case RMA_HX_ORD_GET: return ORD_BIT(PUT_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV) | ORD_BIT(QUEUED);
-    default: return ORD_BIT(GET_HELD) | ORD_BIT(RNDV) | ORD_BIT(QUEUED); /* RMA_HX_ORD_ACC */
+        return ORD_BIT(GET_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV) | ORD_BIT(QUEUED_PUT) |
+               ORD_BIT(QUEUED_GET) | (held ? 0 : ORD_BIT(PUT_HELD));
+    case RMA_HX_ORD_GET: /* a get may pass a get */
+        return ORD_BIT(PUT_HELD) | ORD_BIT(ACC) | ORD_BIT(RNDV) | ORD_BIT(QUEUED_PUT);
+    default: /* RMA_HX_ORD_ACC */
+        return ORD_BIT(GET_HELD) | ORD_BIT(RNDV) | ORD_BIT(QUEUED_PUT) | ORD_BIT(QUEUED_GET);
     }
 }
 

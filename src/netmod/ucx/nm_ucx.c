@@ -1026,7 +1026,7 @@ static int ucx_xfer(rma_nm_tgt_t *t, void *key, const struct iovec *local,
         /* one origin's order (mpid/rma/hx.h): a later operation to these bytes on another
          * lane, or through a mapping, waits for them; tcp's one lane keeps issue order */
         if (!t->ordered && qlo < qhi)
-            rma_nm_ord_note(t, RMA_NM_ORD_QUEUED, qlo, qhi);
+            rma_nm_ord_note(t, write ? RMA_NM_ORD_QUEUED_PUT : RMA_NM_ORD_QUEUED_GET, qlo, qhi);
     }
     return rc;
 }
