@@ -278,7 +278,7 @@ static rma_memreg_t *reg_new(uintptr_t base, size_t len, int fd, int kind)
  * the transport, whose registration stays until MPI_Free_mem or MPI_Finalize. */
 static void reg_remove(rma_memreg_t *reg)
 {
-    if (reg->kind == RMA_MEMREG_REMAP && reg->refcnt == 0 && orphans_left > 0)
+    if (reg->orphan)
         orphans_left--;
     if (reg->listed)
         rma_lwt_remove(&memreg_table, reg->base);
@@ -304,7 +304,8 @@ static void reg_drop(rma_memreg_t *reg)
         return;
     if (reg->kind == RMA_MEMREG_REMAP && reg_still_mapped(reg) &&
         (reg->fd < 0 || pages_unmove(reg->base, reg->len) != 0)) {
-        orphans_left++; /* an orphan */
+        reg->orphan = 1;
+        orphans_left++;
         return;
     }
     reg_remove(reg);
@@ -1004,8 +1005,10 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
         if (net && reg->net == NULL) {
             reg = NULL;
         } else {
-            if (reg->refcnt == 0 && orphans_left > 0) /* an orphan revived */
+            if (reg->orphan) { /* revived */
+                reg->orphan = 0;
                 orphans_left--;
+            }
             reg->refcnt++;
         }
         goto out;

@@ -36,6 +36,7 @@ typedef struct rma_memreg {
                          * pages stay registered at 0 until found stale */
     int kind;
     int listed;             /* in the table (a freed MPI_Alloc_mem block is not) */
+    int orphan;             /* kept at refcnt 0 (counted in memreg.c's orphans_left) */
     struct rma_nm_mem *net; /* RMA_MEMREG_NET: the transport's allocation (fd is -1) ... */
     void *kept;             /* ... its contents, copied aside when the transport ended;
                              * RMA_MEMREG_REMAP: the transport's block the pages were moved
