@@ -877,10 +877,13 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
     int rc = 0;
 
     /* Nothing this thread writes while writers wait may lie in the range: not its stack
-     * (a window on a thread's stack, freed by that thread; the agent never moves its own),
-     * nor the vector mincore fills, mapped apart rather than taken from the heap the
-     * range may hold. */
-    if ((uintptr_t)&at - lo < len || uffd_open() < 0 || !uffd_wp_shmem)
+     * (a window on a thread's stack, freed by that thread; the agent never moves its own:
+     * the frames of this call and of the ones it makes, with a margin either side), nor the
+     * vector mincore fills, mapped apart rather than taken from the heap the range may
+     * hold. */
+    uintptr_t sp = (uintptr_t)&at;
+    if ((sp + (256u << 10) > lo && sp - (64u << 10) < lo + len) || uffd_open() < 0 ||
+        !uffd_wp_shmem)
         return -ENOSYS;
     if (sysinfo(&si) == 0 && si.totalswap == 0 &&
         (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
