@@ -292,11 +292,10 @@ int rma_errh_call(rma_win_t *win, int code)
     if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT) {
         char text[MPI_MAX_ERROR_STRING];
         int len = 0, errclass = code;
-        /* librma's own text, or the MPI library's (a code the program made) */
+        /* librma's own text (its MPI_Error_string), or the MPI library's */
         if (PMPI_Error_class(code, &errclass) != MPI_SUCCESS)
             errclass = MPI_ERR_UNKNOWN;
-        if (rma_err_string(code, text, &len) != 1 &&
-            PMPI_Error_string(code, text, &len) != MPI_SUCCESS)
+        if (PMPI_Error_string(code, text, &len) != MPI_SUCCESS)
             snprintf(text, sizeof(text), "error code %d", code);
         fprintf(stderr, "librma: MPI_Win_call_errhandler on window 0x%x: %s\n", (unsigned)handle,
                 text);

@@ -68,13 +68,14 @@ static pthread_mutex_t flight_mtx = PTHREAD_MUTEX_INITIALIZER;
 static req_list_t flight, orphans;
 static _Atomic int norphans;
 
-static void list_push(req_list_t *l, req_flush_t *st)
+/* Puts st at l's tail, or at its head (front). */
+static void list_push(req_list_t *l, req_flush_t *st, int front)
 {
     st->on = l;
-    st->next = NULL;
-    st->prev = l->tail;
-    *(l->tail != NULL ? &l->tail->next : &l->head) = st;
-    l->tail = st;
+    st->next = front ? l->head : NULL;
+    st->prev = front ? NULL : l->tail;
+    *(st->prev != NULL ? &st->prev->next : &l->head) = st;
+    *(st->next != NULL ? &st->next->prev : &l->tail) = st;
 }
 
 static void list_unlink(req_flush_t *st)
@@ -164,7 +165,7 @@ static int req_free(void *extra)
     list_unlink(st);
     if ((orphan = !st->done)) {
         st->freed = 1;
-        list_push(&orphans, st);
+        list_push(&orphans, st, 0);
         atomic_fetch_add_explicit(&norphans, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&flight_mtx);
@@ -199,11 +200,7 @@ static void request_reap(int max)
             continue;
         }
         pthread_mutex_lock(&flight_mtx);
-        st->on = &orphans; /* back at the head */
-        st->prev = NULL;
-        st->next = orphans.head;
-        *(orphans.head != NULL ? &orphans.head->prev : &orphans.tail) = st;
-        orphans.head = st;
+        list_push(&orphans, st, 1); /* back at the head */
         atomic_fetch_add_explicit(&norphans, 1, memory_order_relaxed);
         pthread_mutex_unlock(&flight_mtx);
         return;
@@ -292,7 +289,7 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
     if (rc == MPI_SUCCESS && st != NULL) {
         st->req = r;
         pthread_mutex_lock(&flight_mtx);
-        list_push(&flight, st);
+        list_push(&flight, st, 0);
         pthread_mutex_unlock(&flight_mtx);
     } else if (rc == MPI_SUCCESS)
         rc = PMPI_Grequest_complete(r);

@@ -281,8 +281,7 @@ static int post_req(rma_nm_tgt_t *t, ucs_status_ptr_t req, int *busy)
     if (UCS_PTR_IS_ERR(req))
         return status_errno(UCS_PTR_STATUS(req));
     if (req != NULL) {
-        int queued = ucp_request_check_status(req) == UCS_INPROGRESS;
-        if (queued) {
+        if (ucp_request_check_status(req) == UCS_INPROGRESS) {
             atomic_store_explicit(&t->ep_queued, 1, memory_order_relaxed);
             if (busy != NULL)
                 *busy = 1;
