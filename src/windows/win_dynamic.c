@@ -57,7 +57,8 @@ typedef struct rma_dyn_cache {
         char *map;       /* where UCX maps the region here (an MPI_Alloc_mem block from UCX, or a
                        block the owner moved the region onto: mkey), or NULL */
         void *mkey;      /* the key of that moved-onto block (key stays the region's own) ... */
-        uint64_t map_at; /* ... and its address of the region's first byte */
+        uint64_t map_at; /* ... its address of the region's first byte ... */
+        uint64_t map_id; /* ... and the moved pages' registration (rma_memreg_t.seg_id) */
         int atomic;      /* elements with a CPU atomic take atomics there (doc/atomicity.md) */
     } * r;
 } rma_dyn_cache_t;
@@ -80,7 +81,9 @@ typedef struct dyn_wire {
     uint64_t base, len, key_len, atomic;
     uint64_t map_key_len; /* the region was moved onto a block from UCX: its key follows the
                              region's own, ... */
-    uint64_t map_at;      /* ... which addresses the region's first byte here */
+    uint64_t map_at;      /* ... which addresses the region's first byte here, ... */
+    uint64_t map_id;      /* ... and the registration of the moved pages: a region attached
+                             later at the same place may get a new block at the same address */
 } dyn_wire_t;
 
 typedef struct dyn_wait {
@@ -167,12 +170,14 @@ static void dyn_serve(const void *hdr, size_t hlen, const void *data, size_t len
                         m->blob_len,
                         (uint64_t)win->dyn_tab[i].atomic,
                         0,
+                        0,
                         0};
         memcpy(buf + off, m->blob, m->blob_len);
         off += m->blob_len;
         if (mr != NULL) {
             w.map_key_len = mr->net->blob_len;
             w.map_at = mr->net_at + (win->dyn_tab[i].base - mr->base);
+            w.map_id = mr->seg_id;
             memcpy(buf + off, mr->net->blob, mr->net->blob_len);
             off += mr->net->blob_len;
         }
@@ -213,7 +218,7 @@ static struct dyn_entry *moved_mapped(rma_dyn_cache_t *c, const dyn_wire_t *e)
 {
     for (int i = 0; c != NULL && i < c->n; i++)
         if (c->r[i].mkey != NULL && c->r[i].base == e->base && c->r[i].len == e->len &&
-            c->r[i].map_at == e->map_at)
+            c->r[i].map_at == e->map_at && c->r[i].map_id == e->map_id)
             return &c->r[i];
     return NULL;
 }
@@ -305,6 +310,7 @@ static int dcache_fetch(rma_win_t *win, int t)
             tg->expose_seen = 0; /* ... after the next flush (windows/expose.c) */
         }
         c->r[i].map_at = e.map_at;
+        c->r[i].map_id = e.map_id;
         off += e.map_key_len;
         c->n++;
     }
