@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,7 @@ static void fork_parent(void);
 static void fork_child(void);
 static int reg_still_mapped(rma_memreg_t *reg);
 static int pages_unmove(uintptr_t lo, size_t len);
+static int pages_unmove_block(uintptr_t lo, size_t len, const char *block);
 
 static void table_ready(void)
 {
@@ -294,16 +297,17 @@ static void reg_remove(rma_memreg_t *reg)
 /* Called with memreg_lock held. Moved pages whose last window is gone move back to private
  * anonymous memory (pages_unmove): the program may grow them with realloc (mremap, which a
  * segment's end would make SIGBUS), have MADV_DONTNEED zero them (glibc's calloc counts on
- * it for trimmed arena heaps), and their memory goes when it unmaps them. Where they cannot
- * (no write protection of shared memory, or pages on a block from the transport) they stay
- * registered as orphans (refcnt 0): the next window on the same buffer reuses them after
+ * it for trimmed arena heaps), and their memory goes when it unmaps them (pages on a block
+ * from the transport by pages_unmove_block). Where they cannot (no write protection of
+ * shared memory, no missing-page faults across mremap) they stay registered as orphans (refcnt 0): the next window on the same buffer reuses them after
  * checking they are still ours (see reg_still_mapped). */
 static void reg_drop(rma_memreg_t *reg)
 {
     if (--reg->refcnt > 0)
         return;
     if (reg->kind == RMA_MEMREG_REMAP && reg_still_mapped(reg) &&
-        (reg->fd < 0 || pages_unmove(reg->base, reg->len) != 0)) {
+        (reg->fd >= 0 ? pages_unmove(reg->base, reg->len)
+                      : pages_unmove_block(reg->base, reg->len, (const char *)reg->net_at)) != 0) {
         reg->orphan = 1;
         orphans_left++;
         return;
@@ -925,6 +929,139 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
         syscall(SYS_munmap, tmp, len);
     }
     ioctl(uffd, UFFDIO_WAKE, &wake);
+    if (in != NULL)
+        syscall(SYS_munmap, in, inlen);
+    return rc;
+}
+
+/* ---- moving pages back off a block from the transport
+ *
+ * userfaultfd cannot write-protect System V memory (EINVAL), so pages_unmove's way (protect
+ * in place, copy, swap) is closed to pages on a block from UCX. They move the other way
+ * round: fresh private memory, registered for missing-page faults, is swapped in first
+ * (mremap), and filled from the block's own mapping (UFFDIO_COPY). A thread that touches a
+ * page not filled yet waits in the kernel until it is. The registration must survive the
+ * swap, which takes UFFD_FEATURE_EVENT_REMAP; the mremap then waits until the event is
+ * read, by a short-lived thread (remap_reader) on a userfaultfd of the move's own. */
+
+typedef struct remap_read {
+    int fd;
+    volatile int stop; /* the mremap failed: no event comes */
+} remap_read_t;
+
+static void *remap_reader(void *arg)
+{
+    remap_read_t *r = arg;
+    struct pollfd p = {r->fd, POLLIN, 0};
+    struct uffd_msg msg;
+
+    while (!r->stop) {
+        if (poll(&p, 1, 10) <= 0)
+            continue;
+        while (read(r->fd, &msg, sizeof(msg)) == (ssize_t)sizeof(msg))
+            if (msg.event == UFFD_EVENT_REMAP)
+                return NULL;
+    }
+    return NULL;
+}
+
+typedef struct fill_arg {
+    int fd;
+    uintptr_t dst;
+    const char *src;
+} fill_arg_t;
+
+/* UFFDIO_COPY of a run of the block into the swapped-in pages. A failure leaves the run
+ * to read as zeros: nothing else can fill it, and only the program's own munmap or
+ * madvise of the range, which races the move anyway, makes it fail. */
+PAGES_UNCHECKED static void fill_run(size_t off, size_t n, void *arg)
+{
+    const fill_arg_t *f = arg;
+
+    while (n > 0) {
+        struct uffdio_copy c = {.dst = f->dst + off, .src = (uintptr_t)f->src + off, .len = n};
+        if (ioctl(f->fd, UFFDIO_COPY, &c) == 0)
+            return;
+        if (errno != EAGAIN || c.copy <= 0)
+            return;
+        off += (size_t)c.copy;
+        n -= (size_t)c.copy;
+    }
+}
+
+/* Moves [lo, lo+len), pages on a block from the transport whose own mapping is at block,
+ * back to private anonymous memory in place (see above). Only the block's pages that hold
+ * data are copied (mincore, as pages_unmove). 0, or -errno (the pages stay on the block). */
+PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const char *block)
+{
+    struct uffdio_register ureg = {.mode = UFFDIO_REGISTER_MODE_MISSING};
+    struct uffdio_range whole = {lo, len};
+    size_t page = rma_page_size(), inlen = (len / page + page - 1) & ~(page - 1);
+    remap_read_t rr = {-1, 0};
+    uint64_t have = 0;
+    unsigned char *in = NULL;
+    struct sysinfo si;
+    pthread_attr_t attr;
+    pthread_t reader;
+    sigset_t all, old;
+    char *tmp;
+    long at;
+    int rc;
+
+    /* as pages_unmove: nothing this thread touches while pages are missing lies in the
+     * range (the reader thread's stack is mapped before the swap) */
+    uintptr_t sp = (uintptr_t)&at;
+    if (sp + (256u << 10) > lo && sp - (64u << 10) < lo + len)
+        return -ENOSYS;
+    if ((rr.fd = uffd_new(UFFD_FEATURE_EVENT_REMAP, &have)) < 0)
+        return -ENOSYS;
+    if (!(have & UFFD_FEATURE_EVENT_REMAP)) {
+        close(rr.fd);
+        return -ENOSYS;
+    }
+    if (sysinfo(&si) == 0 && si.totalswap == 0 &&
+        (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+        in = NULL;
+    if (in != NULL && syscall(SYS_mincore, block, len, in) != 0) {
+        syscall(SYS_munmap, in, inlen);
+        in = NULL; /* every page is read */
+    }
+    tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+    rc = tmp == MAP_FAILED ? -ENOMEM : 0;
+    ureg.range = (struct uffdio_range){(uintptr_t)tmp, len};
+    if (rc == 0 && ioctl(rr.fd, UFFDIO_REGISTER, &ureg) != 0)
+        rc = -errno;
+    if (rc == 0) { /* the reader takes no signal meant for the program's threads */
+        sigfillset(&all);
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 64u << 10);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        rc = -pthread_create(&reader, &attr, remap_reader, &rr);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+    }
+    if (rc != 0) {
+        if (tmp != MAP_FAILED)
+            syscall(SYS_munmap, tmp, len);
+        goto out;
+    }
+    /* from the swap on, a touched page waits until it is filled or the range unregistered */
+    at = syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, lo);
+    if (at != (long)lo) {
+        rc = -errno;
+        rr.stop = 1;
+        pthread_join(reader, NULL);
+        syscall(SYS_munmap, tmp, len);
+        goto out;
+    }
+    data_runs(block, len, in, fill_run, &(fill_arg_t){rr.fd, lo, block});
+    ioctl(rr.fd, UFFDIO_UNREGISTER, &whole); /* wakes those waiting on pages of zeros */
+    ioctl(rr.fd, UFFDIO_WAKE, &whole);
+    pthread_join(reader, NULL);
+out:
+    close(rr.fd);
     if (in != NULL)
         syscall(SYS_munmap, in, inlen);
     return rc;
