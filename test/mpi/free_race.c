@@ -1,0 +1,116 @@
+/*
+ * free_race - no write is lost, and no stale or zero value read, while MPI_Win_free moves a
+ * window's pages back to the program's private memory (doc/protocols.md): each rank's
+ * window on a malloc'd array is moved by its left neighbour's gets (onto a memfd from a
+ * same-node peer; onto a block from UCX for a rank alone on its node), then one of its
+ * threads stores into and reads back every page in turn while its main thread frees the
+ * window. Afterwards each page holds the thread's last store and the neighbour's data, and
+ * the array grows with realloc. Rounds without a move still check the data. Needs
+ * MPI_THREAD_MULTIPLE. FREE_RACE_ROUNDS sets the rounds (default 12).
+ */
+#include "rma_ext.h"
+#include "rmatest.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define LEN   (4L << 20)
+#define PAGES (LEN / 4096)
+#define WORDS (4096 / (long)sizeof(long))
+
+static long *buf;
+static long last[PAGES]; /* the thread's last store into each page */
+static atomic_int stop;
+static atomic_long passes; /* over every page */
+static atomic_long bad;
+
+static void *toucher(void *arg)
+{
+    long v = 1;
+
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        for (long p = 0; p < PAGES; p++) {
+            buf[p * WORDS + 7] = v;
+            last[p] = v;
+            if (buf[p * WORDS + 7] != v || buf[p * WORDS + 3] != p)
+                atomic_fetch_add(&bad, 1);
+        }
+        v++;
+        atomic_fetch_add(&passes, 1);
+    }
+    return NULL;
+}
+
+/* The left neighbour drives this rank's move: gets until right's memory is reached
+ * directly or mapped, at most 4000. 1 when it was. */
+static int drive_move(MPI_Win win, int right)
+{
+    int path = RMAX_PATH_CMA;
+    long v;
+
+    MPI_OK(MPI_Win_lock_all(0, win));
+    for (int i = 0; i < 4000 && path != RMAX_PATH_DIRECT && path != RMAX_PATH_NETMAP; i++) {
+        MPI_OK(MPI_Get(&v, 1, MPI_LONG, right, 3 * (MPI_Aint)sizeof(long), 1, MPI_LONG, win));
+        MPI_OK(MPI_Win_flush(right, win));
+        if (i % 64 == 63)
+            MPI_OK(RMAX_Win_path(win, right, 0, 64, &path));
+    }
+    MPI_OK(MPI_Win_unlock_all(win));
+    return path == RMAX_PATH_DIRECT || path == RMAX_PATH_NETMAP;
+}
+
+int main(int argc, char **argv)
+{
+    int provided, rank, nprocs, moves = 0;
+    int rounds = getenv("FREE_RACE_ROUNDS") ? atoi(getenv("FREE_RACE_ROUNDS")) : 12;
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    rt_rank = rank;
+    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE not provided (%d)", provided);
+    for (int r = 0; r < rounds && provided == MPI_THREAD_MULTIPLE; r++) {
+        MPI_Win win;
+        pthread_t t;
+        long b, pass0;
+
+        buf = malloc(LEN);
+        for (long p = 0; p < PAGES; p++) {
+            buf[p * WORDS + 3] = p;
+            buf[p * WORDS + 7] = last[p] = 0;
+        }
+        MPI_OK(MPI_Win_create(buf, LEN, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        moves += drive_move(win, (rank + 1) % nprocs);
+        MPI_Barrier(MPI_COMM_WORLD);
+        atomic_store(&stop, 0);
+        atomic_store(&passes, 0);
+        pthread_create(&t, NULL, toucher, NULL);
+        while (atomic_load(&passes) < 1)
+            sched_yield();
+        MPI_OK(MPI_Win_free(&win));
+        pass0 = atomic_load(&passes);
+        while (atomic_load(&passes) < pass0 + 2)
+            sched_yield();
+        atomic_store(&stop, 1);
+        pthread_join(t, NULL);
+        b = atomic_exchange(&bad, 0);
+        CHECK(b == 0, "round %d: %ld reads of the thread's own store or the data wrong", r, b);
+        b = 0;
+        for (long p = 0; p < PAGES; p++)
+            b += buf[p * WORDS + 7] != last[p] || buf[p * WORDS + 3] != p;
+        CHECK(b == 0, "round %d: %ld pages lost a store after MPI_Win_free", r, b);
+        long *grown = realloc(buf, 2 * LEN); /* SIGBUS where pages stayed on a segment */
+        CHECK(grown != NULL, "round %d: realloc failed", r);
+        if (grown != NULL) {
+            memset(grown + LEN / sizeof(long), 1, LEN);
+            CHECK(grown[5 * WORDS + 3] == 5, "round %d: realloc lost the data", r);
+            buf = grown;
+        }
+        free(buf);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &moves, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("free_race: %d of %d windows moved\n", moves, rounds * nprocs);
+    return rt_finish("free_race");
+}
