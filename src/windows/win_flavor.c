@@ -980,6 +980,12 @@ void rma_win_free_left(void)
 
 int rma_win_free(rma_win_t *win)
 {
+    /* a notification nobody waited for (a post that an MPI_MODE_NOCHECK start never
+     * looked at) lands before anyone leaves the barrier: its target may hand the control
+     * segment to its next window then. Only pushed, it could take effect there. */
+    for (int t = 0; t < win->nranks; t++)
+        if (!win->targets[t].local && rma_nm_pending(&win->targets[t].nm))
+            (void)rma_ctl_flush(win, t); /* a dead peer: the barrier says so */
     /* nobody may still be accessing our memory, nor we theirs, once this returns */
     rma_sync_barrier(win);
     /* the last access to the control segment: its leader reuses it once all are done */
