@@ -44,6 +44,17 @@ static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
 static int reg_still_mapped(rma_memreg_t *reg);
+/* The protections of a range's pieces (mprotect's), read before its pages move back and
+ * given back after: the copy and the swap need them readable and writable, and the memory
+ * that replaces them is readable and writable (prot_open, prot_restore). */
+enum { PROT_PIECES = 16 };
+typedef struct prot_map {
+    int n, all_rw;
+    uintptr_t at[PROT_PIECES];
+    int prot[PROT_PIECES];
+} prot_map_t;
+static int prot_open(uintptr_t lo, uintptr_t hi, prot_map_t *pm);
+static void prot_restore(uintptr_t lo, uintptr_t hi, const prot_map_t *pm);
 static int pages_unmove(uintptr_t lo, size_t len);
 static int pages_unmove_block(uintptr_t lo, size_t len, const char *block);
 
@@ -221,20 +232,23 @@ static void *copy_aside_releasing(uintptr_t base, size_t len)
 static int privatize(uintptr_t base, size_t len, void *value, void *arg)
 {
     rma_memreg_t *reg = value;
+    prot_map_t pm;
     void *tmp;
 
     (void)arg;
     /* moved pages the program unmapped or replaced are not ours any more */
     if (reg->kind == RMA_MEMREG_REMAP && !reg_still_mapped(reg))
         return 0;
-    if ((tmp = copy_aside(base, len)) == NULL)
+    if (prot_open(base, base + len, &pm) != 0)
         return 0;
-    if ((void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, base) ==
-        MAP_FAILED) {
+    if ((tmp = copy_aside(base, len)) != NULL &&
+        (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, base) ==
+            MAP_FAILED) {
         fprintf(stderr, "librma: fork: cannot give the child a private copy of [%p, +%zu): %s\n",
                 (void *)base, len, strerror(errno));
         syscall(SYS_munmap, tmp, len);
     }
+    prot_restore(base, base + len, &pm);
     return 0;
 }
 
@@ -305,12 +319,19 @@ static void reg_drop(rma_memreg_t *reg)
 {
     if (--reg->refcnt > 0)
         return;
-    if (reg->kind == RMA_MEMREG_REMAP && reg_still_mapped(reg) &&
-        (reg->fd >= 0 ? pages_unmove(reg->base, reg->len)
-                      : pages_unmove_block(reg->base, reg->len, (const char *)reg->net_at)) != 0) {
-        reg->orphan = 1;
-        orphans_left++;
-        return;
+    if (reg->kind == RMA_MEMREG_REMAP && reg_still_mapped(reg)) {
+        prot_map_t pm;
+        int rc = prot_open(reg->base, reg->base + reg->len, &pm);
+        if (rc == 0) {
+            rc = reg->fd >= 0 ? pages_unmove(reg->base, reg->len)
+                              : pages_unmove_block(reg->base, reg->len, (const char *)reg->net_at);
+            prot_restore(reg->base, reg->base + reg->len, &pm);
+        }
+        if (rc != 0) {
+            reg->orphan = 1;
+            orphans_left++;
+            return;
+        }
     }
     reg_remove(reg);
 }
@@ -454,14 +475,60 @@ static int vma_movable(const char *perms, uint64_t offset, uint64_t ino, const c
             strncmp(path, "[anon:", 6) == 0);
 }
 
-/* Still the registration's own segment, mapped at the offsets it was moved to. */
+/* Still the registration's own segment, mapped at the offsets it was moved to, with
+ * whatever protection the program gave it since (mprotect: a target that is only read may
+ * make its window memory read-only). */
 static int vma_of_reg(const char *perms, uint64_t offset, uint64_t ino, const char *path,
                       uintptr_t start, void *arg)
 {
     const rma_memreg_t *reg = arg;
     (void)path;
-    return strcmp(perms, "rw-s") == 0 && ino == reg->ino && start >= reg->base &&
-           offset == start - reg->base;
+    return perms[3] == 's' && ino == reg->ino && start >= reg->base && offset == start - reg->base;
+}
+
+/* ... and writable too: an orphan that moves again with the memory around it. */
+static int vma_of_reg_rw(const char *perms, uint64_t offset, uint64_t ino, const char *path,
+                         uintptr_t start, void *arg)
+{
+    return perms[0] == 'r' && perms[1] == 'w' && vma_of_reg(perms, offset, ino, path, start, arg);
+}
+
+static int vma_prot(const char *perms, uint64_t offset, uint64_t ino, const char *path,
+                    uintptr_t start, void *arg)
+{
+    prot_map_t *pm = arg;
+    int prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+               (perms[2] == 'x' ? PROT_EXEC : 0);
+
+    (void)offset, (void)ino, (void)path;
+    if (pm->n == PROT_PIECES)
+        return 0;
+    pm->at[pm->n] = start;
+    pm->prot[pm->n++] = prot;
+    pm->all_rw &= prot == (PROT_READ | PROT_WRITE);
+    return 1;
+}
+
+/* Reads [lo, hi)'s protections into pm and makes it readable and writable: 0, or -1 (more
+ * pieces than pm holds, or a hole: nothing changed). */
+static int prot_open(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
+{
+    pm->n = 0;
+    pm->all_rw = 1;
+    if (!vmas_cover(lo, hi, vma_prot, pm))
+        return -1;
+    if (!pm->all_rw)
+        syscall(SYS_mprotect, lo, hi - lo, PROT_READ | PROT_WRITE);
+    return 0;
+}
+
+/* Gives [lo, hi) back the protections prot_open read. */
+static void prot_restore(uintptr_t lo, uintptr_t hi, const prot_map_t *pm)
+{
+    for (int i = 0; !pm->all_rw && i < pm->n; i++) {
+        uintptr_t end = i + 1 < pm->n ? pm->at[i + 1] : hi, at = pm->at[i] > lo ? pm->at[i] : lo;
+        syscall(SYS_mprotect, at, end - at, pm->prot[i]);
+    }
 }
 
 /* An orphan registration is stale once the program unmapped or remapped its pages. */
@@ -502,7 +569,7 @@ static int vma_movable_or_orphan(const char *perms, uint64_t offset, uint64_t in
     if (vma_movable(perms, offset, ino, path, start, NULL))
         return 1;
     for (int i = 0; i < pa->n; i++)
-        if (vma_of_reg(perms, offset, ino, path, start, pa->found[i]))
+        if (vma_of_reg_rw(perms, offset, ino, path, start, pa->found[i]))
             return 1;
     return 0;
 }

@@ -17,6 +17,8 @@
  *            mapping of the segments of detached regions
  *   freed    an MPI_Alloc_mem block freed while its window lives (erroneous), and memory
  *            at its address under a new window: the new window's puts land there
+ *   readonly moved memory the owner made partly read-only: fork() copies it, and after
+ *            MPI_Win_free it is private again with its protections (it was left shared)
  *
  * Each rank owns its memory and drives the move of its right neighbour's. Where librma
  * cannot move memory (no userfaultfd: an ordinary user) nothing moves and the checks of
@@ -26,12 +28,14 @@
  * UCX instead, and back by another way (doc/protocols.md): the same checks hold, the move
  * required only with MOVED_MEMORY_EXPECT_MOVE set (over tcp nothing moves).
  */
+#define _GNU_SOURCE /* mremap */
 #include "rma_ext.h"
 #include "rmatest.h"
 
 #include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define KIB 1024L
@@ -358,6 +362,94 @@ static void test_freed_block(void)
         free(fresh);
 }
 
+/* Moved memory the owner made partly read-only (mprotect: a phase in which peers only
+ * read it) keeps its protections and stays its own: a child of fork() gets a private copy
+ * while the window lives, and after MPI_Win_free, done while it is read-only, it is private
+ * memory again, with the same protections. */
+static void test_readonly(void)
+{
+    size_t len = MIB, half = len / 2;
+    long *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char perms[8] = "";
+    unsigned long ino = 0;
+    int fds[2], status, moved;
+    long v = -1;
+    pid_t pid;
+    MPI_Win win;
+
+    for (size_t i = 0; i < len / sizeof(long); i++)
+        buf[i] = rank * 1000000L + (long)i;
+    MPI_OK(MPI_Win_create(buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    moved = mine_moved(drive_move(win, half, 64, 5));
+    CHECK(!can_move || moved, "readonly: the window was not moved in 0.5 s");
+    MPI_Barrier(MPI_COMM_WORLD);
+    buf[half / sizeof(long) + 1] = rank * 1000000L + (long)(half / sizeof(long)) + 1; /* the put */
+    MPI_OK(MPI_Win_fence(0, win));
+    CHECK(mprotect(buf, half, PROT_READ) == 0, "readonly: mprotect failed");
+    MPI_OK(MPI_Get(&v, 1, MPI_LONG, right, 77 * sizeof(long), 1, MPI_LONG, win));
+    MPI_OK(MPI_Win_fence(0, win));
+    CHECK(v == right * 1000000L + 77, "readonly: a get read %ld", v);
+
+    /* fork while the window lives: the child's view is a snapshot */
+    CHECK(pipe(fds) == 0, "readonly: pipe failed");
+    pid = fork();
+    if (pid == 0) {
+        char c;
+        ssize_t n = read(fds[0], &c, 1);
+        _exit(n == 1 && buf[5] == rank * 1000000L + 5 &&
+                      buf[half / sizeof(long) + 5] == rank * 1000000L + (long)half / 8 + 5
+                  ? 0
+                  : 1);
+    }
+    mprotect(buf, half, PROT_READ | PROT_WRITE);
+    buf[5] = -5;
+    buf[half / sizeof(long) + 5] = -5;
+    mprotect(buf, half, PROT_READ);
+    CHECK(write(fds[1], "x", 1) == 1, "readonly: write to the pipe failed");
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "readonly: a child of fork() saw its parent's later writes (window live)");
+    close(fds[0]);
+    close(fds[1]);
+    mprotect(buf, half, PROT_READ | PROT_WRITE);
+    buf[5] = rank * 1000000L + 5;
+    buf[half / sizeof(long) + 5] = rank * 1000000L + (long)half / 8 + 5;
+    mprotect(buf, half, PROT_READ);
+
+    MPI_OK(MPI_Win_free(&win)); /* half of it read-only */
+    if (moved && mapping_of(buf, perms, &ino))
+        CHECK(strcmp(perms, "r--p") == 0, "readonly: after MPI_Win_free the read-only half is %s",
+              perms);
+    if (moved && mapping_of(buf + half / sizeof(long), perms, &ino))
+        CHECK(strcmp(perms, "rw-p") == 0, "readonly: after MPI_Win_free the other half is %s",
+              perms);
+    CHECK(mprotect(buf, len, PROT_READ | PROT_WRITE) == 0, "readonly: mprotect failed");
+    size_t bad = 0;
+    for (size_t i = 0; i < len / sizeof(long); i++)
+        bad += buf[i] != rank * 1000000L + (long)i;
+    CHECK(bad == 0, "readonly: %zu longs wrong after MPI_Win_free", bad);
+    pid = fork();
+    if (pid == 0) {
+        for (size_t i = 0; i < len / sizeof(long); i++)
+            buf[i] = -1;
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    CHECK(buf[0] == rank * 1000000L && buf[len / sizeof(long) - 1] == rank * 1000000L + 131071,
+          "readonly: a child's writes showed in its parent after MPI_Win_free (%ld)", buf[0]);
+    CHECK(madvise(buf, 4096, MADV_DONTNEED) == 0 && buf[0] == 0,
+          "readonly: MADV_DONTNEED did not zero (%ld)", buf[0]);
+    long *grown = mremap(buf, len, 4 * len, MREMAP_MAYMOVE);
+    CHECK(grown != MAP_FAILED, "readonly: mremap failed");
+    if (grown != MAP_FAILED) {
+        for (size_t i = len / sizeof(long); i < 4 * len / sizeof(long); i++)
+            grown[i] = (long)i; /* SIGBUS where the pages stayed on a segment */
+        buf = grown;
+        len *= 4;
+    }
+    munmap(buf, len);
+}
+
 int main(int argc, char **argv)
 {
     rt_init(&argc, &argv);
@@ -377,5 +469,6 @@ int main(int argc, char **argv)
     test_locked_and_data();
     test_dynamic();
     test_freed_block();
+    test_readonly();
     return rt_finish("moved_memory");
 }
