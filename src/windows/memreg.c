@@ -44,19 +44,18 @@ static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
 static int reg_still_mapped(rma_memreg_t *reg);
-/* The protections of a range's pieces (mprotect's), read before its pages move back and
- * given back after: the copy and the swap need them readable and writable, and the memory
- * that replaces them is readable and writable (prot_open, prot_restore). */
-enum { PROT_PIECES = 16 };
+/* The protections of a range's pieces (mprotect's), read before its pages move back (or
+ * are copied for a child of fork) and given back after: the copy reads them, and the
+ * private memory that replaces them is readable and writable (prot_open, prot_restore). */
 typedef struct prot_map {
-    int n, all_rw;
-    uintptr_t at[PROT_PIECES];
-    int prot[PROT_PIECES];
+    int n, cap, all_rw, last; /* last: the protection of the last piece read */
+    uintptr_t *at; /* where each change of protection begins (cap of them, mapped apart) */
+    int *prot;
 } prot_map_t;
 static int prot_open(uintptr_t lo, uintptr_t hi, prot_map_t *pm);
-static void prot_restore(uintptr_t lo, uintptr_t hi, const prot_map_t *pm);
-static int pages_unmove(uintptr_t lo, size_t len);
-static int pages_unmove_block(uintptr_t lo, size_t len, const char *block);
+static void prot_restore(uintptr_t lo, uintptr_t hi, prot_map_t *pm);
+static int pages_unmove(uintptr_t lo, size_t len, int fd);
+static int pages_unmove_block(uintptr_t lo, size_t len, const char *block, int shmid);
 
 static void table_ready(void)
 {
@@ -239,8 +238,13 @@ static int privatize(uintptr_t base, size_t len, void *value, void *arg)
     /* moved pages the program unmapped or replaced are not ours any more */
     if (reg->kind == RMA_MEMREG_REMAP && !reg_still_mapped(reg))
         return 0;
-    if (prot_open(base, base + len, &pm) != 0)
+    if (prot_open(base, base + len, &pm) != 0) {
+        fprintf(stderr,
+                "librma: fork: cannot give the child a private copy of [%p, +%zu): its "
+                "protections cannot be read or opened for the copy\n",
+                (void *)base, len);
         return 0;
+    }
     if ((tmp = copy_aside(base, len)) != NULL &&
         (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, base) ==
             MAP_FAILED) {
@@ -323,8 +327,9 @@ static void reg_drop(rma_memreg_t *reg)
         prot_map_t pm;
         int rc = prot_open(reg->base, reg->base + reg->len, &pm);
         if (rc == 0) {
-            rc = reg->fd >= 0 ? pages_unmove(reg->base, reg->len)
-                              : pages_unmove_block(reg->base, reg->len, (const char *)reg->net_at);
+            rc = reg->fd >= 0 ? pages_unmove(reg->base, reg->len, reg->fd)
+                              : pages_unmove_block(reg->base, reg->len, (const char *)reg->net_at,
+                                                   (int)reg->ino);
             prot_restore(reg->base, reg->base + reg->len, &pm);
         }
         if (rc != 0) {
@@ -501,34 +506,88 @@ static int vma_prot(const char *perms, uint64_t offset, uint64_t ino, const char
                (perms[2] == 'x' ? PROT_EXEC : 0);
 
     (void)offset, (void)ino, (void)path;
-    if (pm->n == PROT_PIECES)
-        return 0;
-    pm->at[pm->n] = start;
-    pm->prot[pm->n++] = prot;
     pm->all_rw &= prot == (PROT_READ | PROT_WRITE);
+    if (pm->n > 0 && pm->last == prot) /* split for another reason (madvise) */
+        return 1;
+    if (pm->n < pm->cap) {
+        pm->at[pm->n] = start;
+        pm->prot[pm->n] = prot;
+    }
+    pm->n++;
+    pm->last = prot;
     return 1;
 }
 
-/* Reads [lo, hi)'s protections into pm and makes it readable and writable: 0, or -1 (more
- * pieces than pm holds, or a hole: nothing changed). */
-static int prot_open(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
+static void prot_free(prot_map_t *pm)
 {
-    pm->n = 0;
-    pm->all_rw = 1;
-    if (!vmas_cover(lo, hi, vma_prot, pm))
-        return -1;
-    if (!pm->all_rw)
-        syscall(SYS_mprotect, lo, hi - lo, PROT_READ | PROT_WRITE);
-    return 0;
+    if (pm->cap > 0)
+        syscall(SYS_munmap, pm->at, (size_t)pm->cap * (sizeof(*pm->at) + sizeof(*pm->prot)));
+    pm->cap = 0;
 }
 
-/* Gives [lo, hi) back the protections prot_open read. */
-static void prot_restore(uintptr_t lo, uintptr_t hi, const prot_map_t *pm)
+/* [at, end) of piece i of [lo, hi) */
+static uintptr_t prot_piece(const prot_map_t *pm, int i, uintptr_t lo, uintptr_t hi, uintptr_t *end)
 {
-    for (int i = 0; !pm->all_rw && i < pm->n; i++) {
-        uintptr_t end = i + 1 < pm->n ? pm->at[i + 1] : hi, at = pm->at[i] > lo ? pm->at[i] : lo;
+    *end = i + 1 < pm->n ? pm->at[i + 1] : hi;
+    return pm->at[i] > lo ? pm->at[i] : lo;
+}
+
+/* Reads [lo, hi)'s protections into pm and makes every piece readable (the copy reads
+ * them; a write to a read-only piece still faults): 0, or -1 (a hole, no memory for the
+ * table, or mprotect refused: nothing changed). The table is mapped apart (never the heap,
+ * which the range may hold), and only where some piece is not readable and writable:
+ * /proc/self/maps is read once more to fill it. prot_restore frees it. */
+static int prot_open(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
+{
+    uintptr_t end;
+    size_t cap;
+    void *t;
+    int i;
+
+    *pm = (prot_map_t){.all_rw = 1}; /* first, count the changes of protection */
+    if (!vmas_cover(lo, hi, vma_prot, pm))
+        return -1;
+    if (pm->all_rw)
+        return 0;
+    cap = (size_t)pm->n;
+    t = (void *)syscall(SYS_mmap, NULL, cap * (sizeof(*pm->at) + sizeof(*pm->prot)),
+                        PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t == MAP_FAILED)
+        return -1;
+    *pm =
+        (prot_map_t){.cap = (int)cap, .all_rw = 1, .at = t, .prot = (int *)((uintptr_t *)t + cap)};
+    if (!vmas_cover(lo, hi, vma_prot, pm) || pm->n > pm->cap || pm->all_rw) {
+        prot_free(pm); /* the mappings changed between the two reads */
+        return -1;
+    }
+    for (i = 0; i < pm->n; i++) {
+        uintptr_t at = prot_piece(pm, i, lo, hi, &end);
+        if (!(pm->prot[i] & PROT_READ) &&
+            syscall(SYS_mprotect, at, end - at, pm->prot[i] | PROT_READ) != 0)
+            break;
+    }
+    if (i == pm->n)
+        return 0;
+    while (--i >= 0) { /* put back what was opened */
+        uintptr_t at = prot_piece(pm, i, lo, hi, &end);
         syscall(SYS_mprotect, at, end - at, pm->prot[i]);
     }
+    prot_free(pm);
+    return -1;
+}
+
+/* Gives [lo, hi) back the protections prot_open read, and frees its table: after pages
+ * moved back, every piece (the private memory swapped in is readable and writable); else
+ * the pieces it opened. */
+static void prot_restore(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
+{
+    uintptr_t end;
+
+    for (int i = 0; !pm->all_rw && i < pm->n; i++) {
+        uintptr_t at = prot_piece(pm, i, lo, hi, &end);
+        syscall(SYS_mprotect, at, end - at, pm->prot[i]);
+    }
+    prot_free(pm);
 }
 
 /* An orphan registration is stale once the program unmapped or remapped its pages. */
@@ -877,6 +936,17 @@ static int seg_place(const seg_dest_t *d, uintptr_t lo, size_t len)
     return at == (long)lo ? 0 : -errno;
 }
 
+/* Blocks every signal the calling thread may take into *old: from the moment pages of the
+ * range wait for the mover until they are released, a handler that touches one would wait
+ * for its own thread. */
+static void signals_hold(sigset_t *old)
+{
+    sigset_t all;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, old);
+}
+
 /* Moves [lo, lo+len) onto d's segment in place, hold's writers kept out while it is
  * write-protected. 0, or -errno (nothing moved; the segment is the caller's). */
 PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg_hold_t *hold,
@@ -886,6 +956,7 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
     struct uffdio_writeprotect wp = {.range = {lo, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
     struct uffdio_range wake = {lo, len};
     size_t page = rma_page_size();
+    sigset_t old;
     int rc;
 
     if (uffd_open() < 0)
@@ -907,9 +978,11 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
     if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0)
         return -errno;
     hold->begin(hold->arg);
+    signals_hold(&old);
     if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
         rc = -errno;
         ioctl(uffd, UFFDIO_UNREGISTER, &wake);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         hold->end(hold->arg);
         return rc;
     }
@@ -925,6 +998,7 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
         ioctl(uffd, UFFDIO_UNREGISTER, &wake);
     }
     ioctl(uffd, UFFDIO_WAKE, &wake);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     hold->end(hold->arg);
     return rc;
 }
@@ -935,7 +1009,7 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
  * mincore tells which those are without reading the others (a read of a hole would
  * allocate it); with swap, a swapped-out page is not resident, so every page is read. 0, or
  * -errno (the pages stay on the segment). */
-PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
+PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
 {
     struct uffdio_register ureg = {.range = {lo, len}, .mode = UFFDIO_REGISTER_MODE_WP};
     struct uffdio_writeprotect wp = {.range = {lo, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
@@ -943,6 +1017,7 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
     size_t page = rma_page_size(), inlen = (len / page + page - 1) & ~(page - 1);
     struct sysinfo si;
     unsigned char *in = NULL;
+    sigset_t old;
     char *tmp;
     long at;
     int rc = 0;
@@ -973,11 +1048,13 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
         data_runs((const char *)lo, len, in, populate_run, tmp);
     if (rc == 0 && ioctl(uffd, UFFDIO_REGISTER, &ureg) != 0)
         rc = -errno;
+    signals_hold(&old);
     if (rc == 0 && ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
         rc = -errno;
         ioctl(uffd, UFFDIO_UNREGISTER, &wake);
     }
     if (rc != 0) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         syscall(SYS_munmap, tmp, len);
         if (in != NULL)
             syscall(SYS_munmap, in, inlen);
@@ -990,12 +1067,14 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
     at = syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, lo);
     if (at != (long)lo) {
         rc = -errno;
-        wp.mode = 0; /* leave the pages as they were */
-        ioctl(uffd, UFFDIO_WRITEPROTECT, &wp);
+        wp.mode = 0;                                    /* leave the pages as they were */
+        if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) /* the kernel unmapped them first */
+            syscall(SYS_mmap, lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
         ioctl(uffd, UFFDIO_UNREGISTER, &wake);
         syscall(SYS_munmap, tmp, len);
     }
     ioctl(uffd, UFFDIO_WAKE, &wake);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (in != NULL)
         syscall(SYS_munmap, in, inlen);
     return rc;
@@ -1013,6 +1092,7 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len)
 
 typedef struct remap_read {
     int fd;
+    uintptr_t from;    /* the swap's own event: another thread's mremap may come first */
     volatile int stop; /* the mremap failed: no event comes */
 } remap_read_t;
 
@@ -1026,7 +1106,7 @@ static void *remap_reader(void *arg)
         if (poll(&p, 1, 10) <= 0)
             continue;
         while (read(r->fd, &msg, sizeof(msg)) == (ssize_t)sizeof(msg))
-            if (msg.event == UFFD_EVENT_REMAP)
+            if (msg.event == UFFD_EVENT_REMAP && msg.arg.remap.from == r->from)
                 return NULL;
     }
     return NULL;
@@ -1036,41 +1116,56 @@ typedef struct fill_arg {
     int fd;
     uintptr_t dst;
     const char *src;
+    size_t lost; /* bytes that could not be filled */
 } fill_arg_t;
 
-/* UFFDIO_COPY of a run of the block into the swapped-in pages. A failure leaves the run
- * to read as zeros: nothing else can fill it, and only the program's own munmap or
- * madvise of the range, which races the move anyway, makes it fail. */
+/* UFFDIO_COPY of a run of the block into the swapped-in pages, whose block pages are then
+ * given back (the move never holds the memory twice over). A page that cannot be filled
+ * (no memory for it after a few tries, or the program unmapped it) reads as zeros and is
+ * counted. */
 PAGES_UNCHECKED static void fill_run(size_t off, size_t n, void *arg)
 {
-    const fill_arg_t *f = arg;
+    fill_arg_t *f = arg;
+    size_t page = rma_page_size(), end = off + n;
+    int tries = 0;
 
-    while (n > 0) {
-        struct uffdio_copy c = {.dst = f->dst + off, .src = (uintptr_t)f->src + off, .len = n};
-        if (ioctl(f->fd, UFFDIO_COPY, &c) == 0)
-            return;
-        if (errno != EAGAIN || c.copy <= 0)
-            return;
-        off += (size_t)c.copy;
-        n -= (size_t)c.copy;
+    while (off < end) {
+        struct uffdio_copy c = {
+            .dst = f->dst + off, .src = (uintptr_t)f->src + off, .len = end - off};
+        long done = ioctl(f->fd, UFFDIO_COPY, &c) == 0 ? (long)(end - off) : c.copy;
+        if (done > 0) {
+            syscall(SYS_madvise, f->src + off, (size_t)done, MADV_REMOVE);
+            off += (size_t)done;
+            tries = 0;
+        } else if ((errno == EAGAIN || errno == ENOMEM) && ++tries < 100) {
+            sched_yield(); /* the range changing under another thread, or reclaim */
+        } else {
+            if (errno != EEXIST) /* EEXIST: the page is there already */
+                f->lost += page;
+            off += page;
+            tries = 0;
+        }
     }
 }
 
-/* Moves [lo, lo+len), pages on a block from the transport whose own mapping is at block,
- * back to private anonymous memory in place (see above). Only the block's pages that hold
- * data are copied (mincore, as pages_unmove). 0, or -errno (the pages stay on the block). */
-PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const char *block)
+/* Moves [lo, lo+len), pages on the System V block shmid from the transport whose own
+ * mapping is at block, back to private anonymous memory in place (see above). Only the
+ * block's pages that hold data are copied (mincore, as pages_unmove). 0, or -errno (the
+ * pages stay on the block). */
+PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const char *block,
+                                              int shmid)
 {
     struct uffdio_register ureg = {.mode = UFFDIO_REGISTER_MODE_MISSING};
     struct uffdio_range whole = {lo, len};
     size_t page = rma_page_size(), inlen = (len / page + page - 1) & ~(page - 1);
-    remap_read_t rr = {-1, 0};
+    remap_read_t rr = {-1, 0, 0};
+    fill_arg_t fill = {-1, lo, block, 0};
     uint64_t have = 0;
     unsigned char *in = NULL;
     struct sysinfo si;
     pthread_attr_t attr;
     pthread_t reader;
-    sigset_t all, old;
+    sigset_t old;
     char *tmp;
     long at;
     int rc;
@@ -1090,23 +1185,21 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
         (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
         in = NULL;
-    if (in != NULL && syscall(SYS_mincore, block, len, in) != 0) {
-        syscall(SYS_munmap, in, inlen);
-        in = NULL; /* every page is read */
-    }
     tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                           -1, 0);
     rc = tmp == MAP_FAILED ? -ENOMEM : 0;
+    rr.from = (uintptr_t)tmp;
     ureg.range = (struct uffdio_range){(uintptr_t)tmp, len};
     if (rc == 0 && ioctl(rr.fd, UFFDIO_REGISTER, &ureg) != 0)
         rc = -errno;
-    if (rc == 0) { /* the reader takes no signal meant for the program's threads */
-        sigfillset(&all);
+    signals_hold(&old); /* the reader's for good (they are the program's threads'), ours
+                           until the pages are released */
+    if (rc == 0) {
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, 64u << 10);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
         rc = -pthread_create(&reader, &attr, remap_reader, &rr);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc == -EINVAL) /* a stack too small for the program's static TLS */
+            rc = -pthread_create(&reader, NULL, remap_reader, &rr);
         pthread_attr_destroy(&attr);
     }
     if (rc != 0) {
@@ -1121,13 +1214,27 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
         rr.stop = 1;
         pthread_join(reader, NULL);
         syscall(SYS_munmap, tmp, len);
+        /* the kernel may have unmapped the destination before failing: the block again */
+        syscall(SYS_shmat, shmid, lo, SHM_REMAP);
         goto out;
     }
-    data_runs(block, len, in, fill_run, &(fill_arg_t){rr.fd, lo, block});
+    /* the block's data pages (nothing writes it since the swap) */
+    if (in != NULL && syscall(SYS_mincore, block, len, in) != 0) {
+        syscall(SYS_munmap, in, inlen);
+        in = NULL; /* every page is read */
+    }
+    fill.fd = rr.fd;
+    data_runs(block, len, in, fill_run, &fill);
     ioctl(rr.fd, UFFDIO_UNREGISTER, &whole); /* wakes those waiting on pages of zeros */
     ioctl(rr.fd, UFFDIO_WAKE, &whole);
     pthread_join(reader, NULL);
+    if (fill.lost > 0)
+        fprintf(stderr,
+                "librma: %zu bytes of [%p, +%zu) could not be copied back from shared memory "
+                "after the last window on them (out of memory?): they read as zeros\n",
+                fill.lost, (void *)lo, len);
 out:
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(rr.fd);
     if (in != NULL)
         syscall(SYS_munmap, in, inlen);

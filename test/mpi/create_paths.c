@@ -136,10 +136,9 @@ static void one(int k, int round, unsigned char *outer, size_t outer_len, size_t
         /* off node: traffic through the transport's emulation of RDMA makes an owner alone
          * on its node move whole pages onto the transport's shared memory */
         if (path == RMAX_PATH_NETMOD) {
-            /* not the grown or shifted window: pages of it are on the block they moved onto
-             * for the first window, which cannot move again (userfaultfd cannot
-             * write-protect System V memory) */
-            int expect = right_moves && remap && k != M_STACK && !reuses;
+            /* the grown and shifted windows too: the first window's pages moved back to
+             * private memory when it was freed */
+            int expect = right_moves && remap && k != M_STACK;
             double t0 = MPI_Wtime();
             unsigned char b = 0;
             MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));

@@ -5,14 +5,20 @@
  * same-node peer; onto a block from UCX for a rank alone on its node), then one of its
  * threads stores into and reads back every page in turn while its main thread frees the
  * window. Afterwards each page holds the thread's last store and the neighbour's data, and
- * the array grows with realloc. Rounds without a move still check the data. Needs
- * MPI_THREAD_MULTIPLE. FREE_RACE_ROUNDS sets the rounds (default 12).
+ * the array grows with realloc. A timer's signal handler on the freeing thread reads the
+ * window's last page meanwhile. Rounds without a move still check the data; with
+ * FREE_RACE_EXPECT_MOVE set, half the windows must have moved where librma moves memory.
+ * Needs MPI_THREAD_MULTIPLE. FREE_RACE_ROUNDS sets the rounds (default 12).
  */
 #include "rma_ext.h"
 #include "rmatest.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #define LEN   (4L << 20)
 #define PAGES (LEN / 4096)
@@ -23,6 +29,18 @@ static long last[PAGES]; /* the thread's last store into each page */
 static atomic_int stop;
 static atomic_long passes; /* over every page */
 static atomic_long bad;
+
+/* A timer's signal to the freeing thread every 20 µs, whose handler reads the last page:
+ * the page the move back fills last, so a handler that waited for its own thread would
+ * hang MPI_Win_free */
+static volatile long signals, sig_sum;
+
+static void on_timer(int sig)
+{
+    (void)sig;
+    sig_sum += buf[(PAGES - 1) * WORDS + 3];
+    signals++;
+}
 
 static void *toucher(void *arg)
 {
@@ -70,6 +88,13 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     rt_rank = rank;
     CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE not provided (%d)", provided);
+    struct sigaction sa = {.sa_handler = on_timer, .sa_flags = SA_RESTART};
+    struct sigevent ev = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGALRM};
+    struct itimerspec every = {{0, 20000}, {0, 20000}}, off = {{0, 0}, {0, 0}};
+    timer_t timer;
+    sigaction(SIGALRM, &sa, NULL);
+    ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+    CHECK(timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0, "timer_create failed");
     for (int r = 0; r < rounds && provided == MPI_THREAD_MULTIPLE; r++) {
         MPI_Win win;
         pthread_t t;
@@ -88,7 +113,9 @@ int main(int argc, char **argv)
         pthread_create(&t, NULL, toucher, NULL);
         while (atomic_load(&passes) < 1)
             sched_yield();
+        timer_settime(timer, 0, &every, NULL);
         MPI_OK(MPI_Win_free(&win));
+        timer_settime(timer, 0, &off, NULL);
         pass0 = atomic_load(&passes);
         while (atomic_load(&passes) < pass0 + 2)
             sched_yield();
@@ -100,6 +127,9 @@ int main(int argc, char **argv)
         for (long p = 0; p < PAGES; p++)
             b += buf[p * WORDS + 7] != last[p] || buf[p * WORDS + 3] != p;
         CHECK(b == 0, "round %d: %ld pages lost a store after MPI_Win_free", r, b);
+        CHECK(sig_sum == (PAGES - 1) * signals, "round %d: the timer's handler read %ld", r,
+              sig_sum);
+        sig_sum = signals = 0;
         long *grown = realloc(buf, 2 * LEN); /* SIGBUS where pages stayed on a segment */
         CHECK(grown != NULL, "round %d: realloc failed", r);
         if (grown != NULL) {
@@ -112,5 +142,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(MPI_IN_PLACE, &moves, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("free_race: %d of %d windows moved\n", moves, rounds * nprocs);
+    /* where memory moves, most windows did (or the race was not run) */
+    if (getenv("FREE_RACE_EXPECT_MOVE") != NULL && rt_moves(rank))
+        CHECK(moves * 2 >= rounds * nprocs, "only %d of %d windows moved", moves, rounds * nprocs);
     return rt_finish("free_race");
 }

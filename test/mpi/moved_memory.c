@@ -416,6 +416,12 @@ static void test_readonly(void)
     buf[half / sizeof(long) + 5] = rank * 1000000L + (long)half / 8 + 5;
     mprotect(buf, half, PROT_READ);
 
+    /* and the other half in 40 pieces of three protections (more changes of protection
+     * than the library's table of them holds): every other page read-only, one page
+     * inaccessible */
+    for (size_t p = 1; p < 40; p += 2)
+        mprotect((char *)buf + half + p * 4096, 4096, PROT_READ);
+    mprotect((char *)buf + half + 20 * 4096, 4096, PROT_NONE);
     MPI_OK(MPI_Win_free(&win)); /* half of it read-only */
     if (moved && mapping_of(buf, perms, &ino))
         CHECK(strcmp(perms, "r--p") == 0, "readonly: after MPI_Win_free the read-only half is %s",
@@ -423,6 +429,12 @@ static void test_readonly(void)
     if (moved && mapping_of(buf + half / sizeof(long), perms, &ino))
         CHECK(strcmp(perms, "rw-p") == 0, "readonly: after MPI_Win_free the other half is %s",
               perms);
+    if (moved && mapping_of((char *)buf + half + 20 * 4096, perms, &ino))
+        CHECK(strcmp(perms, "---p") == 0 || strcmp(perms, "---s") == 0,
+              "readonly: after MPI_Win_free the inaccessible page is %s", perms);
+    if (moved && mapping_of((char *)buf + half + 41 * 4096, perms, &ino))
+        CHECK(perms[3] == 'p' || perms[3] == 's',
+              "readonly: after MPI_Win_free the pages after the pieces are %s", perms);
     CHECK(mprotect(buf, len, PROT_READ | PROT_WRITE) == 0, "readonly: mprotect failed");
     size_t bad = 0;
     for (size_t i = 0; i < len / sizeof(long); i++)
