@@ -70,6 +70,7 @@ int rma_post(rma_win_t *win, MPI_Group group, int assert)
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
         /* a post must not wait for our next call */
         int o = ranks[i], nrc = rma_ctl_announce(win, o, rma_ctl_off_post(win, o, win->rank), 1);
+        win->posts_pushed |= !win->targets[o].local;
         if (nrc != 0)
             rc = rma_ctl_fail(win, func, o, nrc);
     }

@@ -237,6 +237,9 @@ typedef struct rma_win {
                                  set here before the others know, to serve theirs) */
     _Atomic int net_dirty;    /* operations were issued to off-node targets since the last
                                  flush_all began (rma_win_net_issued) */
+    int posts_pushed;         /* MPI_Win_post pushed a post to an off-node origin, which
+                                 MPI_Win_free flushes (an MPI_MODE_NOCHECK start never
+                                 waits for it) */
     _Atomic int flushing_all; /* flush_alls under way (rma_ctl_flush_all_but): while one
                                  is, a clear net_dirty says nothing of what it still owes */
     _Atomic int handed;       /* copies the progress agent makes for this window's

@@ -980,10 +980,10 @@ void rma_win_free_left(void)
 
 int rma_win_free(rma_win_t *win)
 {
-    /* a notification nobody waited for (a post that an MPI_MODE_NOCHECK start never
-     * looked at) lands before anyone leaves the barrier: its target may hand the control
-     * segment to its next window then. Only pushed, it could take effect there. */
-    for (int t = 0; t < win->nranks; t++)
+    /* a post that an MPI_MODE_NOCHECK start never waited for lands before anyone leaves
+     * the barrier: its origin may hand the control segment to its next window then. Only
+     * pushed, it could take effect there. (Every other notification was waited for.) */
+    for (int t = 0; win->posts_pushed && t < win->nranks; t++)
         if (!win->targets[t].local && rma_nm_pending(&win->targets[t].nm))
             (void)rma_ctl_flush(win, t); /* a dead peer: the barrier says so */
     /* nobody may still be accessing our memory, nor we theirs, once this returns */
