@@ -1003,6 +1003,27 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
     return rc;
 }
 
+/* 1 when [lo, lo+len) holds part of the calling thread's stack (a window on it, freed by
+ * the same thread), whose frames the mover's calls write while writers wait. The stack's
+ * bounds come from the thread library (before anything is protected: for the main thread
+ * it reads /proc/self/maps); without them, a margin around the stack pointer. */
+static int holds_my_stack(uintptr_t lo, size_t len)
+{
+    uintptr_t sp = (uintptr_t)&len;
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        int known = pthread_attr_getstack(&a, &addr, &size) == 0 && (uintptr_t)addr <= sp &&
+                    sp < (uintptr_t)addr + size;
+        pthread_attr_destroy(&a);
+        if (known)
+            return (uintptr_t)addr < lo + len && (uintptr_t)addr + size > lo;
+    }
+    return sp + (256u << 10) > lo && sp - (64u << 10) < lo + len;
+}
+
 /* Moves [lo, lo+len), pages on a registration's memfd, back to private anonymous memory in
  * place, writers held as pages_move holds them (peers have none left: the last window on
  * the pages is gone). Only the segment's pages that hold data are copied. Without swap,
@@ -1023,13 +1044,10 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
     int rc = 0;
 
     /* Nothing this thread writes while writers wait may lie in the range: not its stack
-     * (a window on a thread's stack, freed by that thread; the agent never moves its own:
-     * the frames of this call and of the ones it makes, with a margin either side), nor the
-     * vector mincore fills, mapped apart rather than taken from the heap the range may
-     * hold. */
-    uintptr_t sp = (uintptr_t)&at;
-    if ((sp + (256u << 10) > lo && sp - (64u << 10) < lo + len) || uffd_open() < 0 ||
-        !uffd_wp_shmem)
+     * (a window on a thread's stack, freed by that thread, stays; the agent never moves
+     * its own), nor the vector mincore fills, mapped apart rather than taken from the heap
+     * the range may hold. */
+    if (holds_my_stack(lo, len) || uffd_open() < 0 || !uffd_wp_shmem)
         return -ENOSYS;
     if (sysinfo(&si) == 0 && si.totalswap == 0 &&
         (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
@@ -1172,8 +1190,7 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
 
     /* as pages_unmove: nothing this thread touches while pages are missing lies in the
      * range (the reader thread's stack is mapped before the swap) */
-    uintptr_t sp = (uintptr_t)&at;
-    if (sp + (256u << 10) > lo && sp - (64u << 10) < lo + len)
+    if (holds_my_stack(lo, len))
         return -ENOSYS;
     if ((rr.fd = uffd_new(UFFD_FEATURE_EVENT_REMAP, &have)) < 0)
         return -ENOSYS;

@@ -6,7 +6,8 @@
  * threads stores into and reads back every page in turn while its main thread frees the
  * window. Afterwards each page holds the thread's last store and the neighbour's data, and
  * the array grows with realloc. A timer's signal handler on the freeing thread reads the
- * window's last page meanwhile. Rounds without a move still check the data; with
+ * window's last page meanwhile. Last, a window made and freed by a thread whose stack lies
+ * right below it moves back too. Rounds without a move still check the data; with
  * FREE_RACE_EXPECT_MOVE set, half the windows must have moved where librma moves memory.
  * Needs MPI_THREAD_MULTIPLE. FREE_RACE_ROUNDS sets the rounds (default 12).
  */
@@ -16,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +78,69 @@ static int drive_move(MPI_Win win, int right)
     }
     MPI_OK(MPI_Win_unlock_all(win));
     return path == RMAX_PATH_DIRECT || path == RMAX_PATH_NETMAP;
+}
+
+/* The buffer's mapping is private (its permissions end in 'p'), or 1 when it cannot be
+ * read. */
+static int buf_private(const void *p)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512], perms[8] = "?p";
+
+    while (f != NULL && fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        char pr[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, pr) == 3 && (uintptr_t)p >= lo &&
+            (uintptr_t)p < hi)
+            strcpy(perms, pr);
+    }
+    if (f != NULL)
+        fclose(f);
+    return perms[3] == 'p' || perms[1] == 'p';
+}
+
+/* A window made, moved and freed by a thread whose stack lies right below the buffer
+ * (mapped just before the thread was started): its pages move back all the same. */
+static int stack_rank, stack_nprocs, stack_moved;
+
+static void *stack_neighbour(void *arg)
+{
+    MPI_Win win;
+
+    (void)arg;
+    MPI_OK(MPI_Win_create(buf, 256 * 1024, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    stack_moved = drive_move(win, (stack_rank + 1) % stack_nprocs);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_OK(MPI_Win_free(&win));
+    return NULL;
+}
+
+static void test_stack_neighbour(int rank, int nprocs)
+{
+    pthread_t t;
+    int moved;
+
+    pthread_attr_t attr;
+    size_t stack = 1 << 20;
+    char *both =
+        mmap(NULL, stack + 256 * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    stack_rank = rank;
+    stack_nprocs = nprocs;
+    buf = (long *)(both + stack); /* the thread's stack below it, as mmap places them */
+    for (long p = 0; p < 64; p++)
+        buf[p * WORDS + 3] = p;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, both, stack);
+    pthread_create(&t, &attr, stack_neighbour, NULL);
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&attr);
+    MPI_Allreduce(&stack_moved, &moved, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (moved)
+        CHECK(buf_private(buf), "stack neighbour: the buffer is still shared memory after "
+                                "MPI_Win_free by a thread whose stack is next to it");
+    CHECK(buf[63 * WORDS + 3] == 63, "stack neighbour: data lost");
+    munmap(both, stack + 256 * 1024);
 }
 
 int main(int argc, char **argv)
@@ -139,6 +204,8 @@ int main(int argc, char **argv)
         }
         free(buf);
     }
+    if (provided == MPI_THREAD_MULTIPLE)
+        test_stack_neighbour(rank, nprocs);
     MPI_Allreduce(MPI_IN_PLACE, &moves, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("free_race: %d of %d windows moved\n", moves, rounds * nprocs);
