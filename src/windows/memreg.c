@@ -39,6 +39,7 @@ static const char *uffd_why;  /* why it is unavailable */
 static int uffd_wp_shmem;     /* it write-protects shmem too (moved pages moving again) */
 
 static void orphans_prune(uintptr_t lo, uintptr_t hi);
+static void orphans_retry(void);
 
 static void fork_prepare(void);
 static void fork_parent(void);
@@ -312,31 +313,43 @@ static void reg_remove(rma_memreg_t *reg)
     free(reg);
 }
 
-/* Called with memreg_lock held. Moved pages whose last window is gone move back to private
- * anonymous memory (pages_unmove): the program may grow them with realloc (mremap, which a
- * segment's end would make SIGBUS), have MADV_DONTNEED zero them (glibc's calloc counts on
- * it for trimmed arena heaps), and their memory goes when it unmaps them (pages on a block
- * from the transport by pages_unmove_block). Where they cannot (no write protection of
- * shared memory, no missing-page faults across mremap) they stay registered as orphans (refcnt 0): the next window on the same buffer reuses them after
- * checking they are still ours (see reg_still_mapped). */
+/* Moves a registration's pages back to private anonymous memory (memreg_lock held): the
+ * program may grow them with realloc (mremap, which a segment's end would make SIGBUS),
+ * have MADV_DONTNEED zero them (glibc's calloc counts on it for trimmed arena heaps), and
+ * their memory goes when it unmaps them. 0, or -errno: they stay where they are. */
+static int reg_unmove(rma_memreg_t *reg)
+{
+    prot_map_t pm;
+    int rc;
+
+    if (reg->fd < 0 && reg->net == NULL) /* the transport ended: its block went with it */
+        return -EOPNOTSUPP;
+    rc = prot_open(reg->base, reg->base + reg->len, &pm) == 0 ? 0 : -EAGAIN;
+
+    if (rc == 0) {
+        rc = reg->fd >= 0 ? pages_unmove(reg->base, reg->len, reg->fd)
+                          : pages_unmove_block(reg->base, reg->len, (const char *)reg->net_at,
+                                               (int)reg->ino);
+        prot_restore(reg->base, reg->base + reg->len, &pm);
+    }
+    return rc;
+}
+
+/* Called with memreg_lock held. Moved pages whose last window is gone move back
+ * (reg_unmove). Where they cannot, they stay registered as orphans (refcnt 0): the next
+ * window on the same buffer reuses them after checking they are still ours (see
+ * reg_still_mapped), and orphans_retry tries again unless this kernel cannot (no write
+ * protection of shared memory, no missing-page faults across mremap): the program's own
+ * userfaultfd may have held the range, or the freeing thread's stack lay in it. */
 static void reg_drop(rma_memreg_t *reg)
 {
     if (--reg->refcnt > 0)
         return;
-    if (reg->kind == RMA_MEMREG_REMAP && reg_still_mapped(reg)) {
-        prot_map_t pm;
-        int rc = prot_open(reg->base, reg->base + reg->len, &pm);
-        if (rc == 0) {
-            rc = reg->fd >= 0 ? pages_unmove(reg->base, reg->len, reg->fd)
-                              : pages_unmove_block(reg->base, reg->len, (const char *)reg->net_at,
-                                                   (int)reg->ino);
-            prot_restore(reg->base, reg->base + reg->len, &pm);
-        }
-        if (rc != 0) {
-            reg->orphan = 1;
-            orphans_left++;
-            return;
-        }
+    if (reg->kind == RMA_MEMREG_REMAP && reg_still_mapped(reg) &&
+        (reg->unmove_rc = reg_unmove(reg)) != 0) {
+        reg->orphan = 1;
+        orphans_left++;
+        return;
     }
     reg_remove(reg);
 }
@@ -672,6 +685,20 @@ static void orphans_prune(uintptr_t lo, uintptr_t hi)
     for (int i = 0; i < pa.n; i++)
         if (!reg_still_mapped(pa.found[i]))
             reg_remove(pa.found[i]);
+}
+
+/* Moves orphans' pages back where an earlier try failed for a reason that may have gone
+ * (memreg_lock held; every orphan is still mapped: orphans_prune ran). */
+static void orphans_retry(void)
+{
+    prune_arg_t pa = {.lo = 0, .hi = UINTPTR_MAX, .n = 0};
+
+    rma_lwt_foreach(&memreg_table, collect_orphan, &pa);
+    for (int i = 0; i < pa.n; i++) {
+        rma_memreg_t *o = pa.found[i];
+        if (o->unmove_rc != -EOPNOTSUPP && (o->unmove_rc = reg_unmove(o)) == 0)
+            reg_remove(o);
+    }
 }
 
 rma_memreg_t *rma_memreg_expose(void *addr, size_t len)
@@ -1044,37 +1071,38 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
     int rc = 0;
 
     /* Nothing this thread writes while writers wait may lie in the range: not its stack
-     * (a window on a thread's stack, freed by that thread, stays; the agent never moves
-     * its own), nor the vector mincore fills, mapped apart rather than taken from the heap
-     * the range may hold. */
-    if (holds_my_stack(lo, len) || uffd_open() < 0 || !uffd_wp_shmem)
-        return -ENOSYS;
+     * (a window on a thread's stack, freed by that thread: another thread's free or
+     * MPI_Finalize moves it; the agent never moves its own), nor the vector mincore fills,
+     * mapped apart rather than taken from the heap the range may hold. Registered first,
+     * before anything is allocated: the program's own userfaultfd may hold the range. */
+    if (holds_my_stack(lo, len))
+        return -EDEADLK;
+    if (uffd_open() < 0 || !uffd_wp_shmem)
+        return -EOPNOTSUPP;
+    if (ioctl(uffd, UFFDIO_REGISTER, &ureg) != 0)
+        return -errno;
     if (sysinfo(&si) == 0 && si.totalswap == 0 &&
         (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
-        return -ENOMEM;
-    tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                          -1, 0);
-    if (tmp == MAP_FAILED) {
-        if (in != NULL)
-            syscall(SYS_munmap, in, inlen);
-        return -ENOMEM;
-    }
-    if (in != NULL && syscall(SYS_mincore, lo, len, in) != 0)
+        rc = -ENOMEM;
+    tmp = rc != 0 ? MAP_FAILED
+                  : (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (rc == 0 && tmp == MAP_FAILED)
+        rc = -ENOMEM;
+    if (rc == 0 && in != NULL && syscall(SYS_mincore, lo, len, in) != 0)
         rc = -errno;
     if (rc == 0) /* what the copy writes, allocated before writers wait */
         data_runs((const char *)lo, len, in, populate_run, tmp);
-    if (rc == 0 && ioctl(uffd, UFFDIO_REGISTER, &ureg) != 0)
-        rc = -errno;
     signals_hold(&old);
-    if (rc == 0 && ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
+    if (rc == 0 && ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0)
         rc = -errno;
-        ioctl(uffd, UFFDIO_UNREGISTER, &wake);
-    }
     if (rc != 0) {
+        ioctl(uffd, UFFDIO_UNREGISTER, &wake);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        syscall(SYS_munmap, tmp, len);
-        if (in != NULL)
+        if (tmp != MAP_FAILED)
+            syscall(SYS_munmap, tmp, len);
+        if (in != NULL && in != MAP_FAILED)
             syscall(SYS_munmap, in, inlen);
         return rc;
     }
@@ -1191,12 +1219,12 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
     /* as pages_unmove: nothing this thread touches while pages are missing lies in the
      * range (the reader thread's stack is mapped before the swap) */
     if (holds_my_stack(lo, len))
-        return -ENOSYS;
+        return -EDEADLK;
     if ((rr.fd = uffd_new(UFFD_FEATURE_EVENT_REMAP, &have)) < 0)
-        return -ENOSYS;
+        return -EOPNOTSUPP;
     if (!(have & UFFD_FEATURE_EVENT_REMAP)) {
         close(rr.fd);
-        return -ENOSYS;
+        return -EOPNOTSUPP;
     }
     if (sysinfo(&si) == 0 && si.totalswap == 0 &&
         (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
@@ -1393,15 +1421,16 @@ out:
 
 void rma_memreg_release(rma_memreg_t *reg)
 {
-    if (reg == NULL)
-        return;
     pthread_mutex_lock(&memreg_lock);
-    reg_drop(reg);
-    /* orphans that stay (pages on a block from the transport) go once the program has
-     * unmapped them: a program that frees each window's buffer and takes a new one for the
-     * next window would otherwise keep every block until MPI_Finalize */
-    if (orphans_left > 0)
+    if (reg != NULL)
+        reg_drop(reg);
+    /* orphans go once the program has unmapped them (a program that frees each window's
+     * buffer and takes a new one for the next window would otherwise keep every segment
+     * until MPI_Finalize), or once their pages move back */
+    if (orphans_left > 0) {
         orphans_prune(0, UINTPTR_MAX);
+        orphans_retry();
+    }
     pthread_mutex_unlock(&memreg_lock);
 }
 
@@ -1437,6 +1466,10 @@ static int net_end(uintptr_t base, size_t len, void *value, void *arg)
 void rma_memreg_net_end(void)
 {
     pthread_mutex_lock(&memreg_lock);
+    if (memreg_ready && orphans_left > 0) { /* their blocks go with the transport */
+        orphans_prune(0, UINTPTR_MAX);
+        orphans_retry();
+    }
     if (memreg_ready) {
         rma_lwt_foreach(&memreg_table, net_keep, NULL);
         rma_lwt_foreach(&memreg_table, net_end, NULL);
@@ -1479,6 +1512,10 @@ static void free_reg(void *value)
 void rma_memreg_finalize(void)
 {
     pthread_mutex_lock(&memreg_lock);
+    if (memreg_ready && orphans_left > 0) { /* on memfds: they would stay shared memory */
+        orphans_prune(0, UINTPTR_MAX);
+        orphans_retry();
+    }
     if (memreg_ready)
         rma_lwt_destroy(&memreg_table, free_reg);
     pthread_mutex_unlock(&memreg_lock);

@@ -37,6 +37,8 @@ typedef struct rma_memreg {
     int kind;
     int listed;             /* in the table (a freed MPI_Alloc_mem block is not) */
     int orphan;             /* kept at refcnt 0 (counted in memreg.c's orphans_left) */
+    int unmove_rc;          /* why its pages did not move back (-errno); tried again at
+                             * the next window's free and at MPI_Finalize unless -EOPNOTSUPP */
     struct rma_nm_mem *net; /* RMA_MEMREG_NET: the transport's allocation (fd is -1) ... */
     void *kept;             /* ... its contents, copied aside when the transport ended;
                              * RMA_MEMREG_REMAP: the transport's block the pages were moved
@@ -96,7 +98,9 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
  * RMA_MOVE_PINNED=1); else 0 and *why (when why is not NULL) says what is missing. */
 int rma_memreg_can_move(const char **why);
 
-/* Drops a reference taken by rma_memreg_expose. */
+/* Drops a reference taken by rma_memreg_expose (reg may be NULL: every window's free calls
+ * it). Each call also drops orphans the program unmapped and moves back those whose pages
+ * could not move back before (the program's own userfaultfd held them). */
 void rma_memreg_release(rma_memreg_t *reg);
 
 /* MPI_Finalize, before the transport ends: copies each block from the transport aside and

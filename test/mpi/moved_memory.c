@@ -19,6 +19,8 @@
  *            at its address under a new window: the new window's puts land there
  *   readonly moved memory the owner made partly read-only: fork() copies it, and after
  *            MPI_Win_free it is private again with its protections (it was left shared)
+ *   own uffd the program's own userfaultfd on moved pages at MPI_Win_free: they move back
+ *            at the next window's free, once it is gone
  *
  * Each rank owns its memory and drives the move of its right neighbour's. Where librma
  * cannot move memory (no userfaultfd: an ordinary user) nothing moves and the checks of
@@ -33,8 +35,12 @@
 #include "rmatest.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -462,6 +468,50 @@ static void test_readonly(void)
     munmap(buf, len);
 }
 
+/* The program's own userfaultfd registered on moved pages while their window lives keeps
+ * librma from moving them back at MPI_Win_free; once the program unregisters, the next
+ * window's free does. */
+static void test_own_uffd(void)
+{
+    size_t len = 64 * 4096;
+    long *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct uffdio_api api = {.api = UFFD_API};
+    struct uffdio_register reg = {.range = {(uintptr_t)buf, len},
+                                  .mode = UFFDIO_REGISTER_MODE_MISSING};
+    struct uffdio_range range = {(uintptr_t)buf, len};
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK), registered = 0, moved;
+    char perms[8] = "";
+    unsigned long ino = 0;
+    MPI_Win win, other;
+
+    for (size_t i = 0; i < len / sizeof(long); i++)
+        buf[i] = (long)i;
+    MPI_OK(MPI_Win_create(buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    moved = mine_moved(drive_move(win, 0, 64, 11));
+    CHECK(!can_move || moved, "own uffd: the window was not moved in 0.5 s");
+    if (fd >= 0 && ioctl(fd, UFFDIO_API, &api) == 0)
+        registered = ioctl(fd, UFFDIO_REGISTER, &reg) == 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    buf[1] = 1; /* the neighbour's put */
+    MPI_OK(MPI_Win_free(&win));
+    if (registered)
+        ioctl(fd, UFFDIO_UNREGISTER, &range);
+    if (fd >= 0)
+        close(fd);
+    MPI_OK(MPI_Win_create(NULL, 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &other));
+    MPI_OK(MPI_Win_free(&other));
+    if (moved && mapping_of(buf, perms, &ino))
+        CHECK(perms[3] == 'p', "own uffd: after the next window's free the pages are %s (%s)",
+              perms, registered ? "registered" : "not registered");
+    size_t bad = 0;
+    for (size_t i = 0; i < len / sizeof(long); i++)
+        bad += buf[i] != (long)i;
+    CHECK(bad == 0, "own uffd: %zu longs wrong", bad);
+    CHECK(madvise(buf, 4096, MADV_DONTNEED) == 0 && (!moved || buf[0] == 0),
+          "own uffd: MADV_DONTNEED did not zero (%ld)", buf[0]);
+    munmap(buf, len);
+}
+
 int main(int argc, char **argv)
 {
     rt_init(&argc, &argv);
@@ -482,5 +532,6 @@ int main(int argc, char **argv)
     test_dynamic();
     test_freed_block();
     test_readonly();
+    test_own_uffd();
     return rt_finish("moved_memory");
 }
