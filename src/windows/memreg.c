@@ -45,13 +45,27 @@ static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
 static int reg_still_mapped(rma_memreg_t *reg);
-/* The protections of a range's pieces (mprotect's), read before its pages move back (or
- * are copied for a child of fork) and given back after: the copy reads them, and the
- * private memory that replaces them is readable and writable (prot_open, prot_restore). */
+/* The settings of a range's pieces that a mapping swapped in would lose: protections
+ * (mprotect's) and the flags of mlock and madvise the program gave them while they were
+ * moved. Read before the pages move back (or are copied for a child of fork) and given
+ * back after: the copy reads them (prot_open, prot_restore). */
+enum {
+    KEEP_LOCK = 1,       /* lo: mlock */
+    KEEP_LOCK_FAULT = 2, /* lf: mlock2(MLOCK_ONFAULT) */
+    KEEP_DONTDUMP = 4,   /* dd */
+    KEEP_DONTFORK = 8,   /* dc */
+    KEEP_HUGE = 16,      /* hg */
+    KEEP_NOHUGE = 32,    /* nh */
+    KEEP_SEQ = 64,       /* sr */
+    KEEP_RAND = 128,     /* rr */
+};
+typedef struct prot_piece {
+    uintptr_t at; /* where the piece begins (it ends where the next begins) */
+    int prot, keep;
+} prot_piece_t;
 typedef struct prot_map {
-    int n, cap, all_rw, last; /* last: the protection of the last piece read */
-    uintptr_t *at; /* where each change of protection begins (cap of them, mapped apart) */
-    int *prot;
+    int n, cap, plain; /* plain: readable, writable, no flag to keep: nothing to do */
+    prot_piece_t *p;   /* cap of them, mapped apart (never the heap the range may hold) */
 } prot_map_t;
 static int prot_open(uintptr_t lo, uintptr_t hi, prot_map_t *pm);
 static void prot_restore(uintptr_t lo, uintptr_t hi, prot_map_t *pm);
@@ -234,16 +248,18 @@ static int privatize(uintptr_t base, size_t len, void *value, void *arg)
     rma_memreg_t *reg = value;
     prot_map_t pm;
     void *tmp;
+    int rc;
 
     (void)arg;
     /* moved pages the program unmapped or replaced are not ours any more */
     if (reg->kind == RMA_MEMREG_REMAP && !reg_still_mapped(reg))
         return 0;
-    if (prot_open(base, base + len, &pm) != 0) {
-        fprintf(stderr,
-                "librma: fork: cannot give the child a private copy of [%p, +%zu): its "
-                "protections cannot be read or opened for the copy\n",
-                (void *)base, len);
+    if ((rc = prot_open(base, base + len, &pm)) != 0) {
+        if (rc != -ENOENT) /* not in the child at all: MADV_DONTFORK, or unmapped */
+            fprintf(stderr,
+                    "librma: fork: cannot give the child a private copy of [%p, +%zu): its "
+                    "protections cannot be read or opened for the copy: %s\n",
+                    (void *)base, len, strerror(-rc));
         return 0;
     }
     if ((tmp = copy_aside(base, len)) != NULL &&
@@ -324,7 +340,7 @@ static int reg_unmove(rma_memreg_t *reg)
 
     if (reg->fd < 0 && reg->net == NULL) /* the transport ended: its block went with it */
         return -EOPNOTSUPP;
-    rc = prot_open(reg->base, reg->base + reg->len, &pm) == 0 ? 0 : -EAGAIN;
+    rc = prot_open(reg->base, reg->base + reg->len, &pm);
 
     if (rc == 0) {
         rc = reg->fd >= 0 ? pages_unmove(reg->base, reg->len, reg->fd)
@@ -511,94 +527,148 @@ static int vma_of_reg_rw(const char *perms, uint64_t offset, uint64_t ino, const
     return perms[0] == 'r' && perms[1] == 'w' && vma_of_reg(perms, offset, ino, path, start, arg);
 }
 
-static int vma_prot(const char *perms, uint64_t offset, uint64_t ino, const char *path,
-                    uintptr_t start, void *arg)
+/* The flags of a VmFlags line of /proc/self/smaps that prot_restore gives back. */
+static int keep_flags(const char *line)
 {
-    prot_map_t *pm = arg;
-    int prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-               (perms[2] == 'x' ? PROT_EXEC : 0);
+    static const struct {
+        char name[3];
+        int flag;
+    } kept[] = {{"lo", KEEP_LOCK},     {"lf", KEEP_LOCK_FAULT}, {"dd", KEEP_DONTDUMP},
+                {"dc", KEEP_DONTFORK}, {"hg", KEEP_HUGE},       {"nh", KEEP_NOHUGE},
+                {"sr", KEEP_SEQ},      {"rr", KEEP_RAND}};
+    int keep = 0;
 
-    (void)offset, (void)ino, (void)path;
-    pm->all_rw &= prot == (PROT_READ | PROT_WRITE);
-    if (pm->n > 0 && pm->last == prot) /* split for another reason (madvise) */
-        return 1;
-    if (pm->n < pm->cap) {
-        pm->at[pm->n] = start;
-        pm->prot[pm->n] = prot;
+    for (const char *t = line + 8; *t != '\0'; t++) /* after "VmFlags:" */
+        for (size_t i = 0; t[0] != ' ' && i < sizeof(kept) / sizeof(kept[0]); i++)
+            if (t[0] == kept[i].name[0] && t[1] == kept[i].name[1] &&
+                (t == line + 8 || t[-1] == ' '))
+                keep |= kept[i].flag;
+    return keep;
+}
+
+/* Appends a piece to pm, growing its table (a mapping of its own). 0 or -1. */
+static int piece_add(prot_map_t *pm, uintptr_t at, int prot)
+{
+    if (pm->n == pm->cap) {
+        size_t old = (size_t)pm->cap * sizeof(*pm->p), len = old ? 2 * old : 4096;
+        void *t = old ? (void *)syscall(SYS_mremap, pm->p, old, len, MREMAP_MAYMOVE)
+                      : (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (t == MAP_FAILED)
+            return -1;
+        pm->p = t;
+        pm->cap = (int)(len / sizeof(*pm->p));
     }
-    pm->n++;
-    pm->last = prot;
-    return 1;
+    pm->p[pm->n++] = (prot_piece_t){at, prot, 0};
+    return 0;
 }
 
 static void prot_free(prot_map_t *pm)
 {
     if (pm->cap > 0)
-        syscall(SYS_munmap, pm->at, (size_t)pm->cap * (sizeof(*pm->at) + sizeof(*pm->prot)));
-    pm->cap = 0;
+        syscall(SYS_munmap, pm->p, (size_t)pm->cap * sizeof(*pm->p));
+    pm->cap = pm->n = 0;
 }
 
 /* [at, end) of piece i of [lo, hi) */
-static uintptr_t prot_piece(const prot_map_t *pm, int i, uintptr_t lo, uintptr_t hi, uintptr_t *end)
+static uintptr_t piece_span(const prot_map_t *pm, int i, uintptr_t lo, uintptr_t hi, uintptr_t *end)
 {
-    *end = i + 1 < pm->n ? pm->at[i + 1] : hi;
-    return pm->at[i] > lo ? pm->at[i] : lo;
+    *end = i + 1 < pm->n ? pm->p[i + 1].at : hi;
+    return pm->p[i].at > lo ? pm->p[i].at : lo;
 }
 
-/* Reads [lo, hi)'s protections into pm and makes every piece readable (the copy reads
- * them; a write to a read-only piece still faults): 0, or -1 (a hole, no memory for the
- * table, or mprotect refused: nothing changed). The table is mapped apart (never the heap,
- * which the range may hold), and only where some piece is not readable and writable:
- * /proc/self/maps is read once more to fill it. prot_restore frees it. */
+/* Reads the pieces of [lo, hi) from /proc/self/smaps into pm (one per mapping): 0, -ENOENT
+ * when a hole is in it, -ENOMEM. */
+static int pieces_read(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    uintptr_t covered = lo;
+    int in = 0, rc = 0;
+
+    *pm = (prot_map_t){.plain = 1};
+    if (f == NULL)
+        return -ENOMEM;
+    while (rc == 0 && fgets(line, sizeof(line), f)) {
+        unsigned long s0, e0;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s ", &s0, &e0, perms) == 3 &&
+            strchr(line, '-') < strchr(line, ' ')) {
+            if (s0 >= hi) /* mappings are in address order: the kernel need not walk the rest */
+                break;
+            in = e0 > lo;
+            if (!in)
+                continue;
+            if (s0 > covered) {
+                rc = -ENOENT;
+                break;
+            }
+            covered = e0;
+            rc = piece_add(pm, s0,
+                           (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+                               (perms[2] == 'x' ? PROT_EXEC : 0));
+            pm->plain &= pm->p[pm->n - 1].prot == (PROT_READ | PROT_WRITE);
+        } else if (in && strncmp(line, "VmFlags:", 8) == 0 && pm->n > 0) {
+            pm->p[pm->n - 1].keep = keep_flags(line);
+            pm->plain &= pm->p[pm->n - 1].keep == 0;
+        }
+    }
+    fclose(f);
+    if (rc == 0 && covered < hi)
+        rc = -ENOENT;
+    if (rc != 0)
+        prot_free(pm);
+    return rc;
+}
+
+/* Reads [lo, hi)'s pieces into pm and makes every piece readable (the copy reads them; a
+ * write to a read-only piece still faults): 0, or -errno (-ENOENT: a hole in the range;
+ * nothing changed). prot_restore gives them back and frees pm. */
 static int prot_open(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
 {
     uintptr_t end;
-    size_t cap;
-    void *t;
-    int i;
+    int i, rc = pieces_read(lo, hi, pm);
 
-    *pm = (prot_map_t){.all_rw = 1}; /* first, count the changes of protection */
-    if (!vmas_cover(lo, hi, vma_prot, pm))
-        return -1;
-    if (pm->all_rw)
-        return 0;
-    cap = (size_t)pm->n;
-    t = (void *)syscall(SYS_mmap, NULL, cap * (sizeof(*pm->at) + sizeof(*pm->prot)),
-                        PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (t == MAP_FAILED)
-        return -1;
-    *pm =
-        (prot_map_t){.cap = (int)cap, .all_rw = 1, .at = t, .prot = (int *)((uintptr_t *)t + cap)};
-    if (!vmas_cover(lo, hi, vma_prot, pm) || pm->n > pm->cap || pm->all_rw) {
-        prot_free(pm); /* the mappings changed between the two reads */
-        return -1;
-    }
+    if (rc != 0)
+        return rc;
     for (i = 0; i < pm->n; i++) {
-        uintptr_t at = prot_piece(pm, i, lo, hi, &end);
-        if (!(pm->prot[i] & PROT_READ) &&
-            syscall(SYS_mprotect, at, end - at, pm->prot[i] | PROT_READ) != 0)
+        uintptr_t at = piece_span(pm, i, lo, hi, &end);
+        if (!(pm->p[i].prot & PROT_READ) &&
+            syscall(SYS_mprotect, at, end - at, pm->p[i].prot | PROT_READ) != 0)
             break;
     }
     if (i == pm->n)
         return 0;
+    rc = -errno;
     while (--i >= 0) { /* put back what was opened */
-        uintptr_t at = prot_piece(pm, i, lo, hi, &end);
-        syscall(SYS_mprotect, at, end - at, pm->prot[i]);
+        uintptr_t at = piece_span(pm, i, lo, hi, &end);
+        syscall(SYS_mprotect, at, end - at, pm->p[i].prot);
     }
     prot_free(pm);
-    return -1;
+    return rc;
 }
 
-/* Gives [lo, hi) back the protections prot_open read, and frees its table: after pages
- * moved back, every piece (the private memory swapped in is readable and writable); else
- * the pieces it opened. */
+/* Gives [lo, hi) back what prot_open read, and frees its table: after pages moved back,
+ * every piece's protection and flags (the private memory swapped in is readable, writable
+ * and plain); else the protections it opened. */
 static void prot_restore(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
 {
+    static const struct {
+        int flag, advice;
+    } advice[] = {{KEEP_DONTDUMP, MADV_DONTDUMP}, {KEEP_DONTFORK, MADV_DONTFORK},
+                  {KEEP_HUGE, MADV_HUGEPAGE},     {KEEP_NOHUGE, MADV_NOHUGEPAGE},
+                  {KEEP_SEQ, MADV_SEQUENTIAL},    {KEEP_RAND, MADV_RANDOM}};
     uintptr_t end;
 
-    for (int i = 0; !pm->all_rw && i < pm->n; i++) {
-        uintptr_t at = prot_piece(pm, i, lo, hi, &end);
-        syscall(SYS_mprotect, at, end - at, pm->prot[i]);
+    for (int i = 0; !pm->plain && i < pm->n; i++) {
+        uintptr_t at = piece_span(pm, i, lo, hi, &end);
+        int keep = pm->p[i].keep;
+        syscall(SYS_mprotect, at, end - at, pm->p[i].prot);
+        for (size_t a = 0; a < sizeof(advice) / sizeof(advice[0]); a++)
+            if (keep & advice[a].flag)
+                syscall(SYS_madvise, at, end - at, advice[a].advice);
+        if (keep & (KEEP_LOCK | KEEP_LOCK_FAULT))
+            syscall(SYS_mlock2, at, end - at, (keep & KEEP_LOCK_FAULT) ? MLOCK_ONFAULT : 0);
     }
     prot_free(pm);
 }

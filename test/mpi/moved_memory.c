@@ -21,6 +21,7 @@
  *            MPI_Win_free it is private again with its protections (it was left shared)
  *   own uffd the program's own userfaultfd on moved pages at MPI_Win_free: they move back
  *            at the next window's free, once it is gone
+ *   settings mlock and madvise settings given to moved pages are kept when they move back
  *
  * Each rank owns its memory and drives the move of its right neighbour's. Where librma
  * cannot move memory (no userfaultfd: an ordinary user) nothing moves and the checks of
@@ -468,6 +469,61 @@ static void test_readonly(void)
     munmap(buf, len);
 }
 
+/* 1 when the VmFlags of the mapping holding addr have flag (two letters). */
+static int has_vmflag(const void *addr, const char *flag)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int in = 0, has = 0;
+
+    while (f != NULL && fgets(line, sizeof(line), f)) {
+        unsigned long s, e;
+        if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = (uintptr_t)addr >= s && (uintptr_t)addr < e;
+            continue;
+        }
+        if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            char want[5] = {' ', flag[0], flag[1], 0, 0};
+            char *p = strstr(line, want);
+            has = p != NULL && (p[3] == ' ' || p[3] == '\n');
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+    return has;
+}
+
+/* Settings the program gives moved pages while their window lives (mlock, MADV_DONTDUMP,
+ * MADV_HUGEPAGE) are theirs again after MPI_Win_free. */
+static void test_settings(void)
+{
+    size_t len = 64 * 4096;
+    char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    MPI_Win win;
+    int moved, locked;
+
+    memset(buf, 3, len);
+    MPI_OK(MPI_Win_create(buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    moved = mine_moved(drive_move(win, 0, 64, 13));
+    CHECK(!can_move || moved, "settings: the window was not moved in 0.5 s");
+    MPI_Barrier(MPI_COMM_WORLD);
+    locked = mlock(buf, 4 * 4096) == 0; /* RLIMIT_MEMLOCK may refuse it */
+    CHECK(madvise(buf + 8 * 4096, 4 * 4096, MADV_DONTDUMP) == 0, "settings: MADV_DONTDUMP failed");
+    CHECK(madvise(buf + 16 * 4096, 4 * 4096, MADV_NOHUGEPAGE) == 0,
+          "settings: MADV_NOHUGEPAGE failed");
+    MPI_OK(MPI_Win_free(&win));
+    CHECK(!locked || has_vmflag(buf, "lo"), "settings: mlock lost after MPI_Win_free (moved %d)",
+          moved);
+    CHECK(has_vmflag(buf + 8 * 4096, "dd"), "settings: MADV_DONTDUMP lost after MPI_Win_free");
+    CHECK(has_vmflag(buf + 16 * 4096, "nh"), "settings: MADV_NOHUGEPAGE lost after MPI_Win_free");
+    CHECK(!has_vmflag(buf + 32 * 4096, "dd") && !has_vmflag(buf + 32 * 4096, "lo"),
+          "settings: pages the program left alone have its settings");
+    CHECK(buf[0] == 3 && buf[len - 1] == 3, "settings: data lost");
+    if (locked)
+        munlock(buf, 4 * 4096);
+    munmap(buf, len);
+}
+
 /* The program's own userfaultfd registered on moved pages while their window lives keeps
  * librma from moving them back at MPI_Win_free; once the program unregisters, the next
  * window's free does. */
@@ -533,5 +589,6 @@ int main(int argc, char **argv)
     test_freed_block();
     test_readonly();
     test_own_uffd();
+    test_settings();
     return rt_finish("moved_memory");
 }
