@@ -341,7 +341,6 @@ static int reg_unmove(rma_memreg_t *reg)
     if (reg->fd < 0 && reg->net == NULL) /* the transport ended: its block went with it */
         return -EOPNOTSUPP;
     rc = prot_open(reg->base, reg->base + reg->len, &pm);
-
     if (rc == 0) {
         rc = reg->fd >= 0 ? pages_unmove(reg->base, reg->len, reg->fd)
                           : pages_unmove_block(reg->base, reg->len, (const char *)reg->net_at,
@@ -1143,14 +1142,17 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
     /* Nothing this thread writes while writers wait may lie in the range: not its stack
      * (a window on a thread's stack, freed by that thread: another thread's free or
      * MPI_Finalize moves it; the agent never moves its own), nor the vector mincore fills,
-     * mapped apart rather than taken from the heap the range may hold. Registered first,
-     * before anything is allocated: the program's own userfaultfd may hold the range. */
+     * mapped apart rather than taken from the heap the range may hold. A registration
+     * first tells, before anything is allocated, whether the program's own userfaultfd
+     * holds the range; it is undone while the copy is prepared, which reads and populates
+     * a third slower with the range registered. */
     if (holds_my_stack(lo, len))
         return -EDEADLK;
     if (uffd_open() < 0 || !uffd_wp_shmem)
         return -EOPNOTSUPP;
     if (ioctl(uffd, UFFDIO_REGISTER, &ureg) != 0)
         return -errno;
+    ioctl(uffd, UFFDIO_UNREGISTER, &wake);
     if (sysinfo(&si) == 0 && si.totalswap == 0 &&
         (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
@@ -1164,6 +1166,8 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
         rc = -errno;
     if (rc == 0) /* what the copy writes, allocated before writers wait */
         data_runs((const char *)lo, len, in, populate_run, tmp);
+    if (rc == 0 && ioctl(uffd, UFFDIO_REGISTER, &ureg) != 0)
+        rc = -errno;
     signals_hold(&old);
     if (rc == 0 && ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0)
         rc = -errno;
