@@ -39,7 +39,7 @@ static const char *uffd_why;  /* why it is unavailable */
 static int uffd_wp_shmem;     /* it write-protects shmem too (moved pages moving again) */
 
 static void orphans_prune(uintptr_t lo, uintptr_t hi);
-static void orphans_retry(void);
+static void orphans_retry(const rma_memreg_t *just);
 
 static void fork_prepare(void);
 static void fork_parent(void);
@@ -70,6 +70,7 @@ typedef struct prot_map {
 static int prot_open(uintptr_t lo, uintptr_t hi, prot_map_t *pm);
 static void prot_restore(uintptr_t lo, uintptr_t hi, prot_map_t *pm);
 static int pages_unmove(uintptr_t lo, size_t len, int fd);
+static int unmove_refusal(const rma_memreg_t *reg);
 static int pages_unmove_block(uintptr_t lo, size_t len, const char *block, int shmid);
 
 static void table_ready(void)
@@ -340,6 +341,8 @@ static int reg_unmove(rma_memreg_t *reg)
 
     if (reg->fd < 0 && reg->net == NULL) /* the transport ended: its block went with it */
         return -EOPNOTSUPP;
+    if ((rc = unmove_refusal(reg)) != 0) /* before smaps is read */
+        return rc;
     rc = prot_open(reg->base, reg->base + reg->len, &pm);
     if (rc == 0) {
         rc = reg->fd >= 0 ? pages_unmove(reg->base, reg->len, reg->fd)
@@ -583,14 +586,18 @@ static int pieces_read(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
     FILE *f = fopen("/proc/self/smaps", "r");
     char line[512];
     uintptr_t covered = lo;
-    int in = 0, rc = 0;
+    int in = 0, rc = 0, whole = 1; /* whole: line begins a line (a long path is read in parts) */
 
     *pm = (prot_map_t){.plain = 1};
     if (f == NULL)
-        return -ENOMEM;
+        return -errno;
     while (rc == 0 && fgets(line, sizeof(line), f)) {
         unsigned long s0, e0;
         char perms[8];
+        int begins = whole;
+        whole = strchr(line, '\n') != NULL;
+        if (!begins)
+            continue;
         if (sscanf(line, "%lx-%lx %7s ", &s0, &e0, perms) == 3 &&
             strchr(line, '-') < strchr(line, ' ')) {
             if (s0 >= hi) /* mappings are in address order: the kernel need not walk the rest */
@@ -603,9 +610,12 @@ static int pieces_read(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
                 break;
             }
             covered = e0;
-            rc = piece_add(pm, s0,
-                           (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-                               (perms[2] == 'x' ? PROT_EXEC : 0));
+            if (piece_add(pm, s0,
+                          (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+                              (perms[2] == 'x' ? PROT_EXEC : 0)) != 0) {
+                rc = -ENOMEM;
+                break;
+            }
             pm->plain &= pm->p[pm->n - 1].prot == (PROT_READ | PROT_WRITE);
         } else if (in && strncmp(line, "VmFlags:", 8) == 0 && pm->n > 0) {
             pm->p[pm->n - 1].keep = keep_flags(line);
@@ -756,16 +766,20 @@ static void orphans_prune(uintptr_t lo, uintptr_t hi)
             reg_remove(pa.found[i]);
 }
 
-/* Moves orphans' pages back where an earlier try failed for a reason that may have gone
- * (memreg_lock held; every orphan is still mapped: orphans_prune ran). */
-static void orphans_retry(void)
+/* Moves orphans' pages back where an earlier try failed for a reason that may have gone:
+ * the program's own userfaultfd held them, the freeing thread's stack lay in them, memory
+ * ran short (memreg_lock held; every orphan is still mapped: orphans_prune ran). Not
+ * `just`, which failed a moment ago. */
+static void orphans_retry(const rma_memreg_t *just)
 {
     prune_arg_t pa = {.lo = 0, .hi = UINTPTR_MAX, .n = 0};
 
     rma_lwt_foreach(&memreg_table, collect_orphan, &pa);
     for (int i = 0; i < pa.n; i++) {
         rma_memreg_t *o = pa.found[i];
-        if (o->unmove_rc != -EOPNOTSUPP && (o->unmove_rc = reg_unmove(o)) == 0)
+        int rc = o->unmove_rc;
+        if (o != just && (rc == -EBUSY || rc == -EDEADLK || rc == -ENOMEM || rc == -EAGAIN) &&
+            (o->unmove_rc = reg_unmove(o)) == 0)
             reg_remove(o);
     }
 }
@@ -1120,6 +1134,29 @@ static int holds_my_stack(uintptr_t lo, size_t len)
     return sp + (256u << 10) > lo && sp - (64u << 10) < lo + len;
 }
 
+/* The reasons a registration's pages cannot move back that cost little to find, looked at
+ * before smaps is read (prot_open): 0, or -EDEADLK (the calling thread's stack is in them:
+ * a window on a thread's stack, freed by that thread; another thread's free or
+ * MPI_Finalize moves them), -EOPNOTSUPP (this kernel cannot write-protect shmem), or the
+ * error of a probe registration (EBUSY: the program's own userfaultfd holds them; undone
+ * at once). The agent never moves its own stack. */
+static int unmove_refusal(const rma_memreg_t *reg)
+{
+    struct uffdio_register ureg = {.range = {reg->base, reg->len}, .mode = UFFDIO_REGISTER_MODE_WP};
+    struct uffdio_range range = {reg->base, reg->len};
+
+    if (holds_my_stack(reg->base, reg->len))
+        return -EDEADLK;
+    if (reg->fd < 0) /* off a block: a userfaultfd of the move's own, on fresh memory */
+        return 0;
+    if (uffd_open() < 0 || !uffd_wp_shmem)
+        return -EOPNOTSUPP;
+    if (ioctl(uffd, UFFDIO_REGISTER, &ureg) != 0)
+        return -errno;
+    ioctl(uffd, UFFDIO_UNREGISTER, &range);
+    return 0;
+}
+
 /* Moves [lo, lo+len), pages on a registration's memfd, back to private anonymous memory in
  * place, writers held as pages_move holds them (peers have none left: the last window on
  * the pages is gone). Only the segment's pages that hold data are copied. Without swap,
@@ -1137,22 +1174,12 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
     sigset_t old;
     char *tmp;
     long at;
-    int rc = 0;
+    int rc = 0, registered = 0;
 
-    /* Nothing this thread writes while writers wait may lie in the range: not its stack
-     * (a window on a thread's stack, freed by that thread: another thread's free or
-     * MPI_Finalize moves it; the agent never moves its own), nor the vector mincore fills,
-     * mapped apart rather than taken from the heap the range may hold. A registration
-     * first tells, before anything is allocated, whether the program's own userfaultfd
-     * holds the range; it is undone while the copy is prepared, which reads and populates
-     * a third slower with the range registered. */
-    if (holds_my_stack(lo, len))
-        return -EDEADLK;
-    if (uffd_open() < 0 || !uffd_wp_shmem)
-        return -EOPNOTSUPP;
-    if (ioctl(uffd, UFFDIO_REGISTER, &ureg) != 0)
-        return -errno;
-    ioctl(uffd, UFFDIO_UNREGISTER, &wake);
+    /* unmove_refusal passed. Nothing this thread writes while writers wait may lie in the
+     * range: not its stack, nor the vector mincore fills, mapped apart rather than taken
+     * from the heap the range may hold. The range is registered only once the copy is
+     * prepared: reading and populating run a third slower with it registered. */
     if (sysinfo(&si) == 0 && si.totalswap == 0 &&
         (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
@@ -1167,12 +1194,15 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
     if (rc == 0) /* what the copy writes, allocated before writers wait */
         data_runs((const char *)lo, len, in, populate_run, tmp);
     if (rc == 0 && ioctl(uffd, UFFDIO_REGISTER, &ureg) != 0)
-        rc = -errno;
+        rc = -errno; /* the program registered it since the probe */
+    else if (rc == 0)
+        registered = 1;
     signals_hold(&old);
     if (rc == 0 && ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0)
         rc = -errno;
     if (rc != 0) {
-        ioctl(uffd, UFFDIO_UNREGISTER, &wake);
+        if (registered) /* never another userfaultfd's registration */
+            ioctl(uffd, UFFDIO_UNREGISTER, &wake);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (tmp != MAP_FAILED)
             syscall(SYS_munmap, tmp, len);
@@ -1290,10 +1320,8 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
     long at;
     int rc;
 
-    /* as pages_unmove: nothing this thread touches while pages are missing lies in the
-     * range (the reader thread's stack is mapped before the swap) */
-    if (holds_my_stack(lo, len))
-        return -EDEADLK;
+    /* unmove_refusal passed: nothing this thread touches while pages are missing lies in
+     * the range (the reader thread's stack is mapped before the swap) */
     if ((rr.fd = uffd_new(UFFD_FEATURE_EVENT_REMAP, &have)) < 0)
         return -EOPNOTSUPP;
     if (!(have & UFFD_FEATURE_EVENT_REMAP)) {
@@ -1495,7 +1523,11 @@ out:
 
 void rma_memreg_release(rma_memreg_t *reg)
 {
+    const rma_memreg_t *just = NULL;
+
     pthread_mutex_lock(&memreg_lock);
+    if (reg != NULL && reg->refcnt == 1 && reg->kind == RMA_MEMREG_REMAP)
+        just = reg; /* tried in reg_drop: an orphan now, or gone */
     if (reg != NULL)
         reg_drop(reg);
     /* orphans go once the program has unmapped them (a program that frees each window's
@@ -1503,7 +1535,7 @@ void rma_memreg_release(rma_memreg_t *reg)
      * until MPI_Finalize), or once their pages move back */
     if (orphans_left > 0) {
         orphans_prune(0, UINTPTR_MAX);
-        orphans_retry();
+        orphans_retry(just);
     }
     pthread_mutex_unlock(&memreg_lock);
 }
@@ -1542,7 +1574,7 @@ void rma_memreg_net_end(void)
     pthread_mutex_lock(&memreg_lock);
     if (memreg_ready && orphans_left > 0) { /* their blocks go with the transport */
         orphans_prune(0, UINTPTR_MAX);
-        orphans_retry();
+        orphans_retry(NULL);
     }
     if (memreg_ready) {
         rma_lwt_foreach(&memreg_table, net_keep, NULL);
@@ -1588,7 +1620,7 @@ void rma_memreg_finalize(void)
     pthread_mutex_lock(&memreg_lock);
     if (memreg_ready && orphans_left > 0) { /* on memfds: they would stay shared memory */
         orphans_prune(0, UINTPTR_MAX);
-        orphans_retry();
+        orphans_retry(NULL);
     }
     if (memreg_ready)
         rma_lwt_destroy(&memreg_table, free_reg);

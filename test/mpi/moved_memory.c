@@ -550,6 +550,9 @@ static void test_own_uffd(void)
     MPI_Barrier(MPI_COMM_WORLD);
     buf[1] = 1; /* the neighbour's put */
     MPI_OK(MPI_Win_free(&win));
+    /* held by the program's registration: still shared (else this part tests nothing) */
+    if (registered && moved && mapping_of(buf, perms, &ino))
+        CHECK(perms[3] == 's', "own uffd: the pages moved back under the program's userfaultfd");
     if (registered)
         ioctl(fd, UFFDIO_UNREGISTER, &range);
     if (fd >= 0)
