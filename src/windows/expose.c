@@ -93,6 +93,15 @@ void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, s
 
     if (!rma_env.create_remap || trank == win->rank)
         return;
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        /* a region attached, detached or moved since: its traffic is counted afresh, the
+         * doubling kept for an owner that refused the same regions */
+        uint64_t gen = atomic_load_explicit(&cr->dyn_seq, memory_order_acquire);
+        if (gen != tg->cma_gen) {
+            tg->cma_gen = gen;
+            tg->cma_ns = tg->cma_budget = 0;
+        }
+    }
     /* the calls the transport made since the last note (held transfers sent by a flush
      * among them), and this transfer */
     uint64_t cost = (uint64_t)(calls - tg->cma_calls) * CMA_CALL_NS + CMA_PIECE_NS + bytes / 10;
@@ -503,6 +512,7 @@ void rma_expose_note_net(rma_win_t *win, int trank, uintptr_t taddr, size_t byte
             atomic_load_explicit((_Atomic uint64_t *)(tg->nm.ctl_map + off), memory_order_acquire);
         if (seq != 0 && !(seq & 1) && seq != tg->expose_seen) {
             tg->expose_seen = seq;
+            tg->cma_ns = tg->cma_budget = 0; /* as rma_expose_note: counted afresh */
             if (win->flavor == MPI_WIN_FLAVOR_CREATE)
                 move_fetch(win, trank);
             else if (rma_ctl_flush(win, trank) == 0) /* the table maps it when quiet */

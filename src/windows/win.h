@@ -183,6 +183,9 @@ typedef struct rma_target {
     uint64_t cma_ns;      /* estimated time spent reaching the target through CMA (off
                            * node: through UCX's emulation of RDMA) */
     uint64_t cma_budget;  /* ... at which to ask the target to move its memory */
+    uint64_t cma_gen;     /* ... both for the target's regions as of this dyn_seq (a
+                           * dynamic window's regions come and go and move: each new
+                           * state starts afresh) */
     void *move_key;       /* off node: the key of the block the target moved its memory
                            * onto, mapped at nm.data_map (expose.c) */
     unsigned cma_calls;   /* ... the transport's calls counted in it (nm.cma_calls) */
