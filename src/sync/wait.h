@@ -58,7 +58,7 @@ typedef struct rma_backoff {
         }                                                                                          \
     }
 
-#define RMA_BACKOFF_YIELD_NS 1000000L /* yield for 1 ms before the waiter starts to sleep */
+#define RMA_BACKOFF_YIELD_NS 1000000L /* yield ~1 ms (coarse clock) before sleeping */
 #define RMA_BACKOFF_SLEEP_US 256      /* longest sleep: the most a wake-up can be late by */
 
 /* One step of waiting: a pause while under the spin budget, then sched_yield for 1 ms, then

@@ -256,7 +256,7 @@ static int privatize(uintptr_t base, size_t len, void *value, void *arg)
     if (reg->kind == RMA_MEMREG_REMAP && !reg_still_mapped(reg))
         return 0;
     if ((rc = prot_open(base, base + len, &pm)) != 0) {
-        if (rc != -ENOENT) /* not in the child at all: MADV_DONTFORK, or unmapped */
+        if (rc != -ENOENT) /* not (all) in the child: MADV_DONTFORK; the rest stays shared */
             fprintf(stderr,
                     "librma: fork: cannot give the child a private copy of [%p, +%zu): its "
                     "protections cannot be read or opened for the copy: %s\n",
@@ -1158,8 +1158,9 @@ static int unmove_refusal(const rma_memreg_t *reg)
 }
 
 /* Moves [lo, lo+len), pages on a registration's memfd, back to private anonymous memory in
- * place, writers held as pages_move holds them (peers have none left: the last window on
- * the pages is gone). Only the segment's pages that hold data are copied. Without swap,
+ * place, this process's writers held by write protection as in pages_move; peers'
+ * cross-memory writers are not held (none after the last window; a retry may meet a new
+ * window's, doc/protocols.md). Only the segment's pages that hold data are copied. Without swap,
  * mincore tells which those are without reading the others (a read of a hole would
  * allocate it); with swap, a swapped-out page is not resident, so every page is read. 0, or
  * -errno (the pages stay on the segment). */

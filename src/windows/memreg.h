@@ -38,7 +38,8 @@ typedef struct rma_memreg {
     int listed;             /* in the table (a freed MPI_Alloc_mem block is not) */
     int orphan;             /* kept at refcnt 0 (counted in memreg.c's orphans_left) */
     int unmove_rc;          /* why its pages did not move back (-errno); tried again at
-                             * the next window's free and at MPI_Finalize unless -EOPNOTSUPP */
+                             * later frees and at MPI_Finalize when the cause can go (EBUSY,
+                             * EDEADLK, ENOMEM, EAGAIN: memreg.c orphans_retry) */
     struct rma_nm_mem *net; /* RMA_MEMREG_NET: the transport's allocation (fd is -1) ... */
     void *kept;             /* ... its contents, copied aside when the transport ended;
                              * RMA_MEMREG_REMAP: the transport's block the pages were moved
@@ -100,7 +101,8 @@ int rma_memreg_can_move(const char **why);
 
 /* Drops a reference taken by rma_memreg_expose (reg may be NULL: every window's free calls
  * it). Each call also drops orphans the program unmapped and moves back those whose pages
- * could not move back before (the program's own userfaultfd held them). */
+ * could not move back before for a cause that can go (the program's own userfaultfd held
+ * them, the freeing thread's stack lay in them, memory or a thread was short). */
 void rma_memreg_release(rma_memreg_t *reg);
 
 /* MPI_Finalize, before the transport ends: copies each block from the transport aside and

@@ -436,9 +436,8 @@ static void test_readonly(void)
     buf[half / sizeof(long) + 5] = rank * 1000000L + (long)half / 8 + 5;
     mprotect(buf, half, PROT_READ);
 
-    /* and the other half in 40 pieces of three protections (more changes of protection
-     * than the library's table of them holds): every other page read-only, one page
-     * inaccessible */
+    /* and the other half in 40 pieces of three protections (more than the 16 a first
+     * version's table held): every other page read-only, one page inaccessible */
     for (size_t p = 1; p < 40; p += 2)
         mprotect((char *)buf + half + p * 4096, 4096, PROT_READ);
     mprotect((char *)buf + half + 20 * 4096, 4096, PROT_NONE);
