@@ -244,33 +244,72 @@ static void *copy_aside_releasing(uintptr_t base, size_t len)
     return tmp;
 }
 
-static int privatize(uintptr_t base, size_t len, void *value, void *arg)
+/* The child's pieces of [lo, hi) still mapped from reg's segment (shared, of its inode at
+ * its offsets; a block from the transport has none: any shared piece): at most max, into
+ * at[] and end[]. A piece the parent gave MADV_DONTFORK is not in the child at all. */
+static int child_pieces(const rma_memreg_t *reg, uintptr_t lo, uintptr_t hi, uintptr_t *at,
+                        uintptr_t *end, int max)
 {
-    rma_memreg_t *reg = value;
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0, whole = 1;
+
+    while (f != NULL && n < max && fgets(line, sizeof(line), f)) {
+        unsigned long s0, e0, off, ino;
+        char perms[8];
+        int begins = whole;
+        whole = strchr(line, '\n') != NULL;
+        if (!begins || sscanf(line, "%lx-%lx %7s %lx %*s %lu", &s0, &e0, perms, &off, &ino) != 5)
+            continue;
+        if (s0 >= hi)
+            break;
+        if (e0 <= lo || perms[3] != 's' ||
+            (reg->ino != 0 && (ino != reg->ino || off != s0 - reg->base)))
+            continue;
+        at[n] = s0 > lo ? s0 : lo;
+        end[n++] = e0 < hi ? e0 : hi;
+    }
+    if (f != NULL)
+        fclose(f);
+    return n;
+}
+
+/* A private copy of [lo, hi) in place, with its protections and settings. */
+static void privatize_range(uintptr_t lo, uintptr_t hi)
+{
+    size_t len = hi - lo;
     prot_map_t pm;
     void *tmp;
     int rc;
 
-    (void)arg;
-    /* moved pages the program unmapped or replaced are not ours any more */
-    if (reg->kind == RMA_MEMREG_REMAP && !reg_still_mapped(reg))
-        return 0;
-    if ((rc = prot_open(base, base + len, &pm)) != 0) {
-        if (rc != -ENOENT) /* not (all) in the child: MADV_DONTFORK; the rest stays shared */
-            fprintf(stderr,
-                    "librma: fork: cannot give the child a private copy of [%p, +%zu): its "
-                    "protections cannot be read or opened for the copy: %s\n",
-                    (void *)base, len, strerror(-rc));
-        return 0;
+    if ((rc = prot_open(lo, hi, &pm)) != 0) {
+        fprintf(stderr,
+                "librma: fork: cannot give the child a private copy of [%p, +%zu): its "
+                "protections cannot be read or opened for the copy: %s\n",
+                (void *)lo, len, strerror(-rc));
+        return;
     }
-    if ((tmp = copy_aside(base, len)) != NULL &&
-        (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, base) ==
+    if ((tmp = copy_aside(lo, len)) != NULL &&
+        (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, lo) ==
             MAP_FAILED) {
         fprintf(stderr, "librma: fork: cannot give the child a private copy of [%p, +%zu): %s\n",
-                (void *)base, len, strerror(errno));
+                (void *)lo, len, strerror(errno));
         syscall(SYS_munmap, tmp, len);
     }
-    prot_restore(base, base + len, &pm);
+    prot_restore(lo, hi, &pm);
+}
+
+/* Each piece of a registration the child has gets a private copy: moved pages the program
+ * unmapped or replaced are not ours any more, and pieces it gave MADV_DONTFORK are not in
+ * the child. */
+static int privatize(uintptr_t base, size_t len, void *value, void *arg)
+{
+    uintptr_t at[64], end[64];
+    int n = child_pieces(value, base, base + len, at, end, 64);
+
+    (void)arg;
+    for (int i = 0; i < n; i++)
+        privatize_range(at[i], end[i]);
     return 0;
 }
 

@@ -21,7 +21,8 @@
  *            MPI_Win_free it is private again with its protections (it was left shared)
  *   own uffd the program's own userfaultfd on moved pages at MPI_Win_free: they move back
  *            at the next window's free, once it is gone
- *   settings mlock and madvise settings given to moved pages are kept when they move back
+ *   settings mlock and madvise settings given to moved pages are kept when they move back;
+ *            a child of fork() has private copies of a range given MADV_DONTFORK in part
  *
  * Each rank owns its memory and drives the move of its right neighbour's. Where librma
  * cannot move memory (no userfaultfd: an ordinary user) nothing moves and the checks of
@@ -519,6 +520,18 @@ static void test_settings(void)
     moved = mine_moved(drive_move(win, 0, 64, 13));
     CHECK(!can_move || moved, "settings: the window was not moved in 2 s");
     MPI_Barrier(MPI_COMM_WORLD);
+    /* a piece given MADV_DONTFORK: the child has the rest, private */
+    CHECK(madvise(buf + 48 * 4096, 4 * 4096, MADV_DONTFORK) == 0, "settings: MADV_DONTFORK failed");
+    pid_t pid = fork();
+    if (pid == 0) {
+        buf[0] = 7;
+        _exit(buf[63 * 4096] == 3 ? 0 : 1);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "settings: the child of fork() failed");
+    CHECK(buf[0] == 3, "settings: a child's write showed in its parent (range partly DONTFORK)");
+    CHECK(madvise(buf + 48 * 4096, 4 * 4096, MADV_DOFORK) == 0, "settings: MADV_DOFORK failed");
     locked = mlock(buf, 4 * 4096) == 0; /* RLIMIT_MEMLOCK may refuse it */
     CHECK(madvise(buf + 8 * 4096, 4 * 4096, MADV_DONTDUMP) == 0, "settings: MADV_DONTDUMP failed");
     CHECK(madvise(buf + 16 * 4096, 4 * 4096, MADV_NOHUGEPAGE) == 0,
