@@ -823,6 +823,17 @@ static void orphans_retry(const rma_memreg_t *just)
     }
 }
 
+/* Orphans go once the program has unmapped them (a program that frees each window's buffer
+ * and takes a new one for the next window would otherwise keep every segment until
+ * MPI_Finalize), or once their pages move back (memreg_lock held). */
+static void orphans_tend(const rma_memreg_t *just)
+{
+    if (memreg_ready && orphans_left > 0) {
+        orphans_prune(0, UINTPTR_MAX);
+        orphans_retry(just);
+    }
+}
+
 rma_memreg_t *rma_memreg_expose(void *addr, size_t len)
 {
     size_t page = rma_page_size();
@@ -1566,17 +1577,12 @@ void rma_memreg_release(rma_memreg_t *reg)
     const rma_memreg_t *just = NULL;
 
     pthread_mutex_lock(&memreg_lock);
-    if (reg != NULL && reg->refcnt == 1 && reg->kind == RMA_MEMREG_REMAP)
-        just = reg; /* tried in reg_drop: an orphan now, or gone */
-    if (reg != NULL)
+    if (reg != NULL) {
+        if (reg->refcnt == 1 && reg->kind == RMA_MEMREG_REMAP)
+            just = reg; /* tried in reg_drop: an orphan now, or gone */
         reg_drop(reg);
-    /* orphans go once the program has unmapped them (a program that frees each window's
-     * buffer and takes a new one for the next window would otherwise keep every segment
-     * until MPI_Finalize), or once their pages move back */
-    if (orphans_left > 0) {
-        orphans_prune(0, UINTPTR_MAX);
-        orphans_retry(just);
     }
+    orphans_tend(just);
     pthread_mutex_unlock(&memreg_lock);
 }
 
@@ -1612,10 +1618,7 @@ static int net_end(uintptr_t base, size_t len, void *value, void *arg)
 void rma_memreg_net_end(void)
 {
     pthread_mutex_lock(&memreg_lock);
-    if (memreg_ready && orphans_left > 0) { /* their blocks go with the transport */
-        orphans_prune(0, UINTPTR_MAX);
-        orphans_retry(NULL);
-    }
+    orphans_tend(NULL); /* on blocks: they go with the transport */
     if (memreg_ready) {
         rma_lwt_foreach(&memreg_table, net_keep, NULL);
         rma_lwt_foreach(&memreg_table, net_end, NULL);
@@ -1658,10 +1661,7 @@ static void free_reg(void *value)
 void rma_memreg_finalize(void)
 {
     pthread_mutex_lock(&memreg_lock);
-    if (memreg_ready && orphans_left > 0) { /* on memfds: they would stay shared memory */
-        orphans_prune(0, UINTPTR_MAX);
-        orphans_retry(NULL);
-    }
+    orphans_tend(NULL); /* on memfds: they would stay shared memory */
     if (memreg_ready)
         rma_lwt_destroy(&memreg_table, free_reg);
     pthread_mutex_unlock(&memreg_lock);
