@@ -116,33 +116,6 @@ void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, s
     wait_taken(cr, tg->cma_ns);
 }
 
-/* Owner's agent: peers' CMA writes to us wait (nm_shm.c write_begin) from when none is in
- * flight until the pages are in place: only while they are copied, not while the move
- * looks at the mappings and allocates the segment. */
-static void writers_hold(void *arg)
-{
-    rma_ctl_rank_t *me = arg;
-    rma_backoff_t bo = RMA_BACKOFF_INIT;
-
-    atomic_store_explicit(&me->moving, 1, memory_order_seq_cst);
-    while (atomic_load_explicit(&me->cma_writers, memory_order_seq_cst) != 0)
-        rma_backoff(&bo);
-}
-
-static void writers_release(void *arg)
-{
-    atomic_store_explicit(&((rma_ctl_rank_t *)arg)->moving, 0, memory_order_release);
-}
-
-/* Owner's agent: moves [addr, addr+len) onto librma's segment, or with net onto a block
- * from the transport to other nodes; peers' CMA writes held off while it copies. */
-static rma_memreg_t *move_quiet(rma_ctl_rank_t *me, void *addr, size_t len, int net)
-{
-    const rma_memreg_hold_t hold = {writers_hold, writers_release, me};
-
-    return rma_memreg_move(addr, len, &hold, net);
-}
-
 void rma_expose_refresh(rma_win_t *win, int trank)
 {
     rma_target_t *tg = &win->targets[trank];
@@ -209,7 +182,7 @@ static void serve_create(rma_win_t *win, rma_ctl_rank_t *me)
         reg = win->expose;
     } else {
         /* a window with (only) off-node peers: onto a block from UCX (rma_expose_offer_net) */
-        reg = move_quiet(me, win->base, (size_t)win->size, win->net);
+        reg = rma_memreg_move(win->base, (size_t)win->size, win->net);
         if (reg == NULL)
             return;
         win->expose = reg;
@@ -240,7 +213,7 @@ static void serve_dynamic(rma_win_t *win, rma_ctl_rank_t *me, uintptr_t addr)
         return;
     /* a window with (only) off-node peers: onto a block from UCX, whose key the region's
      * table entry then sends them (win_dynamic.c dyn_serve) */
-    reg = move_quiet(me, (void *)(uintptr_t)r->base, (size_t)r->len, win->net);
+    reg = rma_memreg_move((void *)(uintptr_t)r->base, (size_t)r->len, win->net);
     if (reg == NULL)
         return;
     pthread_mutex_lock(&win->dyn_mtx); /* dyn_serve reads the entries under it */

@@ -20,10 +20,12 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
 #include "netmod/netmod.h"
+#include "sync/wait.h"
 #include "windows/lwtable.h"
 #include "windows/segment.h"
 #include "windows/win.h"
@@ -1096,6 +1098,88 @@ static int seg_place(const seg_dest_t *d, uintptr_t lo, size_t len)
     return at == (long)lo ? 0 : -errno;
 }
 
+/* Windows whose peers may write here by CMA (memreg.h rma_memreg_writers_t), and whether a
+ * move holds them off now. Lock order: memreg_lock, then writers_lock. */
+static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
+static rma_memreg_writers_t *writers_list;
+static int writers_held;
+
+void rma_memreg_writers_enter(rma_memreg_writers_t *w, _Atomic uint32_t *moving,
+                              _Atomic uint32_t *count)
+{
+    pthread_mutex_lock(&writers_lock);
+    if (!w->entered) {
+        w->moving = moving;
+        w->count = count;
+        w->prev = NULL;
+        w->next = writers_list;
+        if (writers_list != NULL)
+            writers_list->prev = w;
+        writers_list = w;
+        w->entered = 1;
+        if (writers_held)
+            atomic_store_explicit(moving, 1, memory_order_seq_cst);
+    }
+    pthread_mutex_unlock(&writers_lock);
+}
+
+void rma_memreg_writers_leave(rma_memreg_writers_t *w)
+{
+    pthread_mutex_lock(&writers_lock);
+    if (w->entered) {
+        if (w->prev != NULL)
+            w->prev->next = w->next;
+        else
+            writers_list = w->next;
+        if (w->next != NULL)
+            w->next->prev = w->prev;
+        w->entered = 0;
+        if (writers_held) /* the slot may serve another window next */
+            atomic_store_explicit(w->moving, 0, memory_order_release);
+    }
+    pthread_mutex_unlock(&writers_lock);
+}
+
+/* Before pages are protected (memreg_lock held): 0 once no peer's cross-memory write to
+ * this process is in flight, through any window, new ones kept out until writers_release;
+ * -EBUSY (nothing held) when one is still in flight after a second: a peer that died
+ * writing never lowers its count, and the pages then stay where they are. Allocates
+ * nothing; a waiting writer holds no lock of ours. */
+static void writers_release(void);
+
+static int writers_hold(void)
+{
+    rma_backoff_t bo = RMA_BACKOFF_INIT;
+    struct timespec t0, now;
+    int rc = 0;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pthread_mutex_lock(&writers_lock);
+    writers_held = 1;
+    for (rma_memreg_writers_t *w = writers_list; w != NULL; w = w->next)
+        atomic_store_explicit(w->moving, 1, memory_order_seq_cst);
+    for (rma_memreg_writers_t *w = writers_list; w != NULL && rc == 0; w = w->next)
+        while (rc == 0 && atomic_load_explicit(w->count, memory_order_seq_cst) != 0) {
+            rma_backoff(&bo);
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - t0.tv_sec > 1)
+                rc = -EBUSY;
+        }
+    pthread_mutex_unlock(&writers_lock);
+    if (rc != 0)
+        writers_release();
+    return rc;
+}
+
+static void writers_release(void)
+{
+    pthread_mutex_lock(&writers_lock);
+    writers_held = 0;
+    for (rma_memreg_writers_t *w = writers_list; w != NULL; w = w->next)
+        atomic_store_explicit(w->moving, 0, memory_order_release);
+    pthread_mutex_unlock(&writers_lock);
+}
+
 /* Blocks every signal the calling thread may take into *old: from the moment pages of the
  * range wait for the mover until they are released, a handler that touches one would wait
  * for its own thread. */
@@ -1107,10 +1191,9 @@ static void signals_hold(sigset_t *old)
     pthread_sigmask(SIG_SETMASK, &all, old);
 }
 
-/* Moves [lo, lo+len) onto d's segment in place, hold's writers kept out while it is
- * write-protected. 0, or -errno (nothing moved; the segment is the caller's). */
-PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg_hold_t *hold,
-                                      const seg_dest_t *d)
+/* Moves [lo, lo+len) onto d's segment in place, peers' cross-memory writers kept out while
+ * it is write-protected. 0, or -errno (nothing moved; the segment is the caller's). */
+PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const seg_dest_t *d)
 {
     struct uffdio_register reg = {.range = {lo, len}, .mode = UFFDIO_REGISTER_MODE_WP};
     struct uffdio_writeprotect wp = {.range = {lo, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
@@ -1137,13 +1220,16 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
     }
     if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0)
         return -errno;
-    hold->begin(hold->arg);
+    if ((rc = writers_hold()) != 0) {
+        ioctl(uffd, UFFDIO_UNREGISTER, &wake);
+        return rc;
+    }
     signals_hold(&old);
     if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0) {
         rc = -errno;
         ioctl(uffd, UFFDIO_UNREGISTER, &wake);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        hold->end(hold->arg);
+        writers_release();
         return rc;
     }
     /* writers wait from here on: copy, then put the segment in place */
@@ -1159,7 +1245,7 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const rma_memreg
     }
     ioctl(uffd, UFFDIO_WAKE, &wake);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    hold->end(hold->arg);
+    writers_release();
     return rc;
 }
 
@@ -1208,9 +1294,8 @@ static int unmove_refusal(const rma_memreg_t *reg)
 }
 
 /* Moves [lo, lo+len), pages on a registration's memfd, back to private anonymous memory in
- * place, this process's writers held by write protection as in pages_move; peers'
- * cross-memory writers are not held (none after the last window; a retry may meet a new
- * window's, doc/protocols.md). Only the segment's pages that hold data are copied. Without swap,
+ * place, writers held as in pages_move (peers' cross-memory writers of windows on the same
+ * pages: another window sharing a page, or a window of another extent on an orphan). Only the segment's pages that hold data are copied. Without swap,
  * mincore tells which those are without reading the others (a read of a hole would
  * allocate it); with swap, a swapped-out page is not resident, so every page is read. 0, or
  * -errno (the pages stay on the segment). */
@@ -1225,7 +1310,7 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
     sigset_t old;
     char *tmp;
     long at;
-    int rc = 0, registered = 0;
+    int rc = 0, registered = 0, held = 0;
 
     /* unmove_refusal passed. Nothing this thread writes while writers wait may lie in the
      * range: not its stack, nor the vector mincore fills, mapped apart rather than taken
@@ -1248,6 +1333,8 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
         rc = -errno; /* the program registered it since the probe */
     else if (rc == 0)
         registered = 1;
+    if (rc == 0 && (rc = writers_hold()) == 0)
+        held = 1;
     signals_hold(&old);
     if (rc == 0 && ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) != 0)
         rc = -errno;
@@ -1255,6 +1342,8 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
         if (registered) /* never another userfaultfd's registration */
             ioctl(uffd, UFFDIO_UNREGISTER, &wake);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (held)
+            writers_release();
         if (tmp != MAP_FAILED)
             syscall(SYS_munmap, tmp, len);
         if (in != NULL && in != MAP_FAILED)
@@ -1276,6 +1365,7 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
     }
     ioctl(uffd, UFFDIO_WAKE, &wake);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    writers_release();
     if (in != NULL)
         syscall(SYS_munmap, in, inlen);
     return rc;
@@ -1400,12 +1490,17 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
             rc = -pthread_create(&reader, NULL, remap_reader, &rr);
         pthread_attr_destroy(&attr);
     }
+    if (rc == 0 && (rc = writers_hold()) != 0) {
+        rr.stop = 1;
+        pthread_join(reader, NULL);
+    }
     if (rc != 0) {
         if (tmp != MAP_FAILED)
             syscall(SYS_munmap, tmp, len);
         goto out;
     }
-    /* from the swap on, a touched page waits until it is filled or the range unregistered */
+    /* from the swap on, a touched page waits until it is filled or the range unregistered
+     * (peers' cross-memory writers until it is all filled) */
     at = syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, lo);
     if (at != (long)lo) {
         rc = -errno;
@@ -1414,6 +1509,7 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
         syscall(SYS_munmap, tmp, len);
         /* the kernel may have unmapped the destination before failing: the block again */
         syscall(SYS_shmat, shmid, lo, SHM_REMAP);
+        writers_release();
         goto out;
     }
     /* the block's data pages (nothing writes it since the swap) */
@@ -1425,6 +1521,7 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
     data_runs(block, len, in, fill_run, &fill);
     ioctl(rr.fd, UFFDIO_UNREGISTER, &whole); /* wakes those waiting on pages of zeros */
     ioctl(rr.fd, UFFDIO_WAKE, &whole);
+    writers_release();
     pthread_join(reader, NULL);
     if (fill.lost > 0)
         fprintf(stderr,
@@ -1492,7 +1589,7 @@ static rma_nm_mem_t *net_dest(size_t len, seg_dest_t *d)
     return m;
 }
 
-rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold, int net)
+rma_memreg_t *rma_memreg_move(void *addr, size_t len, int net)
 {
     size_t page = rma_page_size();
     uintptr_t lo = (uintptr_t)addr & ~(page - 1);
@@ -1540,7 +1637,7 @@ rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *h
         reg = NULL;
         goto out;
     }
-    if (pages_move(lo, hi - lo, hold, &d) != 0) {
+    if (pages_move(lo, hi - lo, &d) != 0) {
         free(reg);
         reg = NULL;
         goto out_dest;

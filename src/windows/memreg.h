@@ -19,6 +19,7 @@
 #ifndef RMA_MEMREG_H
 #define RMA_MEMREG_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,14 +69,26 @@ const struct rma_nm_mem *rma_memreg_net(const void *addr, size_t len);
  * is on the path of MPI_Win_create and MPI_Win_attach. */
 rma_memreg_t *rma_memreg_expose(void *addr, size_t len);
 
-/* Writers the kernel does not hold off while pages are write-protected (peers' cross-memory
- * writes, which userfaultfd refuses instead of making them wait): begin(arg) returns once
- * none is in flight and keeps new ones out, end(arg) lets them in again. */
-typedef struct rma_memreg_hold {
-    void (*begin)(void *arg);
-    void (*end)(void *arg);
-    void *arg;
-} rma_memreg_hold_t;
+/* Peers' cross-memory writes to this process (librma's CMA path, UCX's cma transport),
+ * which userfaultfd's write protection does not stop: the kernel pins a page before it
+ * copies, so a write under way when the pages are protected may land in the old page after
+ * the move copied it. Each window whose peers may write so counts them in a pair of words
+ * of its control slot, which they map: moving (raised: no new write) and count (writes in
+ * flight, netmod.c rma_nm_write_begin). A page may lie under several windows (two windows
+ * sharing a page; a window of another extent on an earlier window's moved pages), so every
+ * move of pages, either way, raises the moving word of every window that entered its pair
+ * and waits until each count is 0. A window enters before its peers can write (before its
+ * creation's last agreement) and leaves once they cannot (MPI_Win_free, after its
+ * barrier); a window entering while a move holds the writers is held too. */
+typedef struct rma_memreg_writers {
+    _Atomic uint32_t *moving, *count;
+    struct rma_memreg_writers *prev, *next;
+    int entered;
+} rma_memreg_writers_t;
+
+void rma_memreg_writers_enter(rma_memreg_writers_t *w, _Atomic uint32_t *moving,
+                              _Atomic uint32_t *count);
+void rma_memreg_writers_leave(rma_memreg_writers_t *w); /* idempotent */
 
 /* Makes the pages holding [addr, addr+len) shared memory that peers can map, keeping their
  * address and contents, and takes a reference on the registration: revives an earlier
@@ -90,9 +103,9 @@ typedef struct rma_memreg_hold {
  * pages, part of another registration, pages moved onto the other kind; with net, a
  * transport that gives no System V block). Costs a copy of the pages: the progress agent
  * calls it, never a creating call. Writers wait only while the pages are copied and the
- * segment is put in place (hold's writers too): the segment's pages are allocated
- * before. */
-rma_memreg_t *rma_memreg_move(void *addr, size_t len, const rma_memreg_hold_t *hold, int net);
+ * segment is put in place (peers' cross-memory writers too, rma_memreg_writers_t): the
+ * segment's pages are allocated before. */
+rma_memreg_t *rma_memreg_move(void *addr, size_t len, int net);
 
 /* 1 when rma_memreg_move can move memory here (userfaultfd with write protection,
  * RMA_CREATE_REMAP not 0, and no RDMA device that may have pinned the pages, unless

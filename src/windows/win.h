@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "netmod/netmod.h"
+#include "windows/memreg.h"
 
 #define RMA_CACHE_LINE  64
 #define rma_likely(x)   __builtin_expect(!!(x), 1)
@@ -292,6 +293,7 @@ typedef struct rma_win {
     pthread_mutex_t dyn_mtx;  /* this rank's region table, for the agent (never held while
                                * waiting for anything) */
     _Atomic int expose_ready; /* created: the agent may serve move requests (expose.c) */
+    rma_memreg_writers_t writers; /* create, dynamic: peers' CMA writers, held by moves */
 
     /* PSCW state */
     int *start_ranks; /* window ranks of the open access group */

@@ -675,10 +675,24 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
     return win_agree(win, comm, rc, func);
 }
 
+/* Create and dynamic windows: peers may write this rank's memory by CMA, which every move of
+ * pages in this process holds off (memreg.h rma_memreg_writers_t); before the agreement
+ * after which they may. */
+static void win_writers_enter(rma_win_t *win)
+{
+    rma_ctl_rank_t *me;
+
+    if (win->ctl == NULL || win->nranks < 2)
+        return;
+    me = rma_ctl_rank(win->ctl, win->rank);
+    rma_memreg_writers_enter(&win->writers, &me->moving, &me->cma_writers);
+}
+
 /* Undoes win_begin/win_map_ctl and whatever targets were mapped; frees the object. */
 static void win_destroy(rma_win_t *win)
 {
-    rma_win_retire(win);   /* the agent no longer finds it ... */
+    rma_memreg_writers_leave(&win->writers); /* before its control slot goes */
+    rma_win_retire(win);                     /* the agent no longer finds it ... */
     if (rma_net_started()) /* ... nor still uses it: a request for it in flight is refused */
         rma_net->quiesce();
     rma_request_quiesce(); /* nor a request of it driven on another thread */
@@ -778,6 +792,8 @@ int rma_win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
         rc = ctl_rc;
         if (rc == MPI_SUCCESS && win->rank != win->leader)
             rc = win_ctl_attach(win, &all[win->leader].ctl, 1, func);
+        if (rc == MPI_SUCCESS)
+            win_writers_enter(win);
         rc = win_agree(win, comm, rc, func);
     }
     if (rc == MPI_SUCCESS)
@@ -949,6 +965,8 @@ int rma_win_create_dynamic(MPI_Info info, MPI_Comm comm, rma_win_t **win_p)
         if (rc == MPI_SUCCESS && (rc = rma_win_dyn_init(win)) != 0)
             rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "cannot create the region table: %s%s",
                          strerror(-rc), rma_err_fd_hint(-rc));
+        if (rc == MPI_SUCCESS)
+            win_writers_enter(win);
         rc = win_agree(win, comm, rc, func);
     }
     if (rc == MPI_SUCCESS)
@@ -988,6 +1006,7 @@ int rma_win_free(rma_win_t *win)
             (void)rma_ctl_flush(win, t); /* a dead peer: the barrier says so */
     /* nobody may still be accessing our memory, nor we theirs, once this returns */
     rma_sync_barrier(win);
+    rma_memreg_writers_leave(&win->writers); /* no move writes its control slot now */
     /* the last access to the control segment: its leader reuses it once all are done */
     if (win->rank != win->leader)
         atomic_fetch_add_explicit(&win->ctl->left, 1, memory_order_release);
