@@ -30,7 +30,8 @@ int RMAX_Win_path(MPI_Win win, int target, MPI_Aint disp, MPI_Aint len, int *pat
 /* Whether this process moves the memory of its MPI_Win_create windows and MPI_Win_attach
  * regions onto shared memory once peers' traffic pays for it (then RMAX_PATH_DIRECT or
  * RMAX_PATH_NETMAP), which takes userfaultfd with write protection: *can is 1 or 0; *why,
- * when why is not NULL, is NULL or a sentence on what is missing. MPI_SUCCESS. */
+ * when why is not NULL, is NULL or a sentence on what is missing. MPI_SUCCESS. May be
+ * called before MPI_Init: the answer then comes from the environment, as it will after. */
 int RMAX_Memory_moves(int *can, const char **why);
 
 /* Request-based copies (MPI_Rput, MPI_Rget) this process handed to its progress agent

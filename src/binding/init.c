@@ -138,6 +138,7 @@ int RMAX_Memory_moves(int *can, const char **why)
 {
     if (can == NULL)
         return rma_err(NULL, "RMAX_Memory_moves", MPI_ERR_ARG, "can is NULL");
+    rma_init_once(); /* the environment decides: also before MPI_Init */
     *can = rma_memreg_can_move(why);
     return MPI_SUCCESS;
 }
@@ -165,17 +166,17 @@ int RMAX_Win_path(MPI_Win handle, int target, MPI_Aint disp, MPI_Aint len, int *
         return MPI_SUCCESS;
     }
     rma_target_t *tg = &win->targets[target];
-    if (!tg->local) {
-        *path = tg->nm.data_map != NULL ? RMAX_PATH_NETMAP : RMAX_PATH_NETMOD;
-        return MPI_SUCCESS;
-    }
     MPI_Aint off;
-    rma_expose_refresh(win, target); /* create memory its owner may have moved since */
     if (disp < 0 || __builtin_mul_overflow(disp, (MPI_Aint)tg->disp_unit, &off) || off > tg->size ||
         len > tg->size - off)
         return rma_err(win, "RMAX_Win_path", MPI_ERR_RMA_RANGE,
                        "[%ld, +%ld) lies outside the %ld-byte window of rank %d", (long)disp,
                        (long)len, (long)tg->size, target);
+    if (!tg->local) {
+        *path = tg->nm.data_map != NULL ? RMAX_PATH_NETMAP : RMAX_PATH_NETMOD;
+        return MPI_SUCCESS;
+    }
+    rma_expose_refresh(win, target); /* create memory its owner may have moved since */
     /* the hot path's own test: mapped here means load/store */
     *path = rma_direct_addr(tg, disp, (size_t)len) != NULL ? RMAX_PATH_DIRECT : RMAX_PATH_CMA;
     return MPI_SUCCESS;

@@ -320,6 +320,9 @@ static void arguments(void)
         MPI_ERRCLASS(RMAX_Win_path(win, nprocs, 0, 1, &path), MPI_ERR_ARG);
         MPI_ERRCLASS(RMAX_Win_path(win, right, 0, -1, &path), MPI_ERR_ARG);
         MPI_ERRCLASS(RMAX_Win_path(win, right, 0, 1, NULL), MPI_ERR_ARG);
+        /* outside the target's window, on every path (off node too) */
+        MPI_ERRCLASS(RMAX_Win_path(win, right, NW, 1, &path), MPI_ERR_RMA_RANGE);
+        MPI_ERRCLASS(RMAX_Win_path(win, right, -2, 1, &path), MPI_ERR_RMA_RANGE);
         MPI_ERRCLASS(RMAX_Memory_moves(NULL, NULL), MPI_ERR_ARG);
         CHECK(path == -1, "RMAX_Win_path wrote %d on a bad call", path);
     }

@@ -23,6 +23,8 @@
  *            at the next window's free, once it is gone
  *   settings mlock and madvise settings given to moved pages are kept when they move back;
  *            a child of fork() has private copies of a range given MADV_DONTFORK in part
+ *   early    RMAX_Memory_moves called before MPI_Init answers as after it (it read no
+ *            environment, and its answer stuck: RMA_CREATE_REMAP=0 was ignored)
  *
  * Each rank owns its memory and drives the move of its right neighbour's. Where librma
  * cannot move memory (no userfaultfd: an ordinary user) nothing moves and the checks of
@@ -598,7 +600,13 @@ static void test_own_uffd(void)
 
 int main(int argc, char **argv)
 {
+    int early = -1, later = -1;
+
+    /* asked before MPI_Init, the answer is the one the environment gives after it */
+    RMAX_Memory_moves(&early, NULL);
     rt_init(&argc, &argv);
+    RMAX_Memory_moves(&later, NULL);
+    CHECK(early == later, "RMAX_Memory_moves before MPI_Init said %d, after it %d", early, later);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     right = (rank + 1) % nprocs;
