@@ -395,12 +395,24 @@ int rma_agent_has_core(void)
     return atomic_load_explicit(&agent_bound, memory_order_relaxed);
 }
 
+/* A throwaway thread's binding to *arg: what the agent's would get (pthread_* error). */
+static void *bind_try(void *arg)
+{
+    return (void *)(intptr_t)pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), arg);
+}
+
 void rma_agent_placement(char *buf, size_t len, int bind)
 {
     const char *why = "RMA_AGENT_CPU=none";
     cpu_set_t set;
+    pthread_t t;
+    void *refused = NULL;
     int ok = 0;
 
+    if (rma_env.agent == RMA_AGENT_OFF) {
+        snprintf(buf, len, "none (RMA_AGENT=off)");
+        return;
+    }
     CPU_ZERO(&set);
     if (rma_env.agent_cpu >= 0 && rma_env.agent_cpu < CPU_SETSIZE) {
         CPU_SET(rma_env.agent_cpu, &set);
@@ -411,6 +423,10 @@ void rma_agent_placement(char *buf, size_t len, int bind)
     if (ok && bind && pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
         ok = 0;
         why = "the binding was refused";
+    } else if (ok && !bind && pthread_create(&t, NULL, bind_try, &set) == 0 &&
+               (pthread_join(t, &refused), refused != NULL)) {
+        ok = 0;
+        why = "the binding would be refused: no CPU of the set is one this process may use";
     }
     if (!ok) {
         snprintf(buf, len, "unbound (%s)", why);

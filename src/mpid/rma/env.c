@@ -1,9 +1,11 @@
 /*
  * env.c - the one place where librma reads environment variables.
  */
+#define _GNU_SOURCE /* CPU_SETSIZE */
 #include "mpid/rma/env.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,8 +136,11 @@ void rma_env_init(void)
             rma_env.agent_cpu = -2;
         else if (strcmp(c, "none") == 0)
             rma_env.agent_cpu = -1;
-        else
-            rma_env.agent_cpu = (int)env_long("RMA_AGENT_CPU", -2, 0, 1 << 16);
+        else if ((rma_env.agent_cpu = (int)env_long("RMA_AGENT_CPU", -3, 0, CPU_SETSIZE - 1)) ==
+                 -3) {
+            fprintf(stderr, "librma: (RMA_AGENT_CPU takes auto, none or a CPU number)\n");
+            rma_env.agent_cpu = -2;
+        }
     }
     const char *a = getenv("RMA_AGENT");
     if (a != NULL && *a != '\0') {
