@@ -18,6 +18,11 @@
  * A registration becomes usable after commit and, for transfers, after init.
  * Puts and gets complete (at both ends) when the area's sync returns.
  *
+ * Threads (MPI_THREAD_MULTIPLE): the local calls (li_register, li_put, li_get
+ * and their lio_ twins) may come from several threads at once. A collective
+ * call must not run concurrently with any other call of the process, as MPI's
+ * collectives on one communicator.
+ *
  * Every int-returning call returns LI_OK (0) or a negative LI_ERR_* code and,
  * on error, prints one line naming the call and the reason to stderr; a failed
  * put or get transfers nothing. See doc/labeled-windows.md.
@@ -117,8 +122,9 @@ int li_barrier(void);
 /*
  * Collective: remove the area starting at addr (no transfer may be pending on
  * it: call li_sync first). Returns LI_OK, LI_ERR_NOTREG, LI_ERR_FORM,
- * LI_ERR_MISMATCH (ranks named different registrations; nothing removed),
- * LI_ERR_MPI, LI_ERR_STATE.
+ * LI_ERR_NOTINIT (registered, not committed yet: a pending registration goes
+ * only with a commit that fails), LI_ERR_MISMATCH (ranks named different
+ * registrations; nothing removed), LI_ERR_MPI, LI_ERR_STATE.
  */
 int li_deregister(void *addr);
 
@@ -145,7 +151,8 @@ int lio_get(int pid, const void *srcaddr, size_t off, void *dst, size_t len);
 
 /*
  * Collective: complete every lio_put/lio_get on the area holding addr.
- * Returns LI_OK, LI_ERR_NOTREG, LI_ERR_NOTINIT, LI_ERR_FORM, LI_ERR_MPI.
+ * Returns LI_OK, LI_ERR_NOTREG, LI_ERR_NOTINIT, LI_ERR_FORM, LI_ERR_MPI,
+ * LI_ERR_STATE.
  */
 int lio_sync(void *addr);
 

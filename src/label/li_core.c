@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +75,17 @@ int rma_li_mpi_error(const char *fn, const char *call, int mpi_rc)
     return rma_li_error(LI_ERR_MPI, fn, "%s failed: %s", call, msg);
 }
 
+/* The calls that are local (register, put, get) may come from several threads at once: the
+ * address table and the pending lists are theirs under this lock. Collective calls are
+ * not made concurrently with any other (rma_label.h). */
+static pthread_mutex_t li_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int rma_li_check_begun(const char *fn)
 {
+    int fin = 0;
+
+    if (MPI_Finalized(&fin) == MPI_SUCCESS && fin)
+        return rma_li_error(LI_ERR_STATE, fn, "called after MPI_Finalize");
     if (!rma_li_state.begun)
         return rma_li_error(LI_ERR_STATE, fn,
                             rma_li_state.ended ? "called after li_end"
@@ -252,7 +262,18 @@ int rma_li_register(enum rma_li_form form, void *addr, size_t len, const char *f
     a->len = len;
     a->form = form;
     a->win = MPI_WIN_NULL;
+    pthread_mutex_lock(&li_lock);
     rc = rma_lwt_insert(&s->table, a->start, len, a);
+    if (rc == 0) {
+        a->seq = s->seq_next[form]++;
+        if (p->tail != NULL)
+            p->tail->next = a;
+        else
+            p->head = a;
+        p->tail = a;
+        p->count++;
+    }
+    pthread_mutex_unlock(&li_lock);
     if (rc != 0) {
         free(a);
         if (rc == -EEXIST)
@@ -262,13 +283,6 @@ int rma_li_register(enum rma_li_form form, void *addr, size_t len, const char *f
             return rma_li_error(LI_ERR_ARG, fn, "[%p, +%zu) wraps the address space", addr, len);
         return rma_li_error(LI_ERR_NOMEM, fn, "no memory for the address table");
     }
-    a->seq = s->seq_next[form]++;
-    if (p->tail != NULL)
-        p->tail->next = a;
-    else
-        p->head = a;
-    p->tail = a;
-    p->count++;
     return LI_OK;
 }
 
@@ -333,7 +347,9 @@ int rma_li_commit_check(enum rma_li_form form, const char *fn)
     while (p->head != NULL) {
         rma_li_area_t *a = p->head;
         p->head = a->next;
+        pthread_mutex_lock(&li_lock);
         rma_lwt_remove(&s->table, a->start);
+        pthread_mutex_unlock(&li_lock);
         rma_li_area_free(a);
     }
     s->seq_next[form] -= p->count;
@@ -344,7 +360,11 @@ int rma_li_commit_check(enum rma_li_form form, const char *fn)
 
 int rma_li_lookup(enum rma_li_form form, const void *addr, const char *fn, rma_li_area_t **area_p)
 {
-    rma_li_area_t *a = rma_lwt_find(&rma_li_state.table, (uintptr_t)addr, 1, NULL, NULL);
+    rma_li_area_t *a;
+
+    pthread_mutex_lock(&li_lock);
+    a = rma_lwt_find(&rma_li_state.table, (uintptr_t)addr, 1, NULL, NULL);
+    pthread_mutex_unlock(&li_lock);
 
     if (a == NULL)
         return rma_li_error(LI_ERR_NOTREG, fn, "address %p is not inside a registered area", addr);
@@ -434,7 +454,9 @@ int rma_li_deregister_check(enum rma_li_form form, void *addr, const char *fn,
                             "ranks deregistered different areas (this rank: registration #%lld "
                             "at %p); nothing removed",
                             (long long)a->seq, addr);
+    pthread_mutex_lock(&li_lock);
     rma_lwt_remove(&s->table, a->start);
+    pthread_mutex_unlock(&li_lock);
     *area_p = a;
     return LI_OK;
 }

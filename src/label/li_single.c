@@ -50,7 +50,7 @@ int li_commit(void)
     rma_li_pending_t *p = &s->pending[RMA_LI_SINGLE];
     MPI_Aint *mine = NULL, *all = NULL;
     rma_li_area_t *a;
-    int rc = rma_li_check_begun("li_commit"), n, i, mrc;
+    int rc = rma_li_check_begun("li_commit"), n, i, mrc, arc;
 
     if (rc != LI_OK)
         return rc;
@@ -92,12 +92,27 @@ int li_commit(void)
                 break;
             MPI_Get_address((void *)a->start, &mine[i]);
         }
-        if (mrc == MPI_SUCCESS)
+        /* an attach may fail on one rank alone: all agree before the gather, which the
+         * others would otherwise wait in for ever */
+        arc = rma_li_agree(mrc == MPI_SUCCESS, "li_commit");
+        if (arc == 1 && mrc == MPI_SUCCESS)
             mrc = MPI_Allgather(mine, n, MPI_AINT, all, n, MPI_AINT, s->comm);
-        if (mrc != MPI_SUCCESS) {
+        if (arc != 1 || mrc != MPI_SUCCESS) {
+            int attached = i; /* the areas before the failed attach, or all */
+            for (i = 0, a = p->head; a != NULL; a = a->next, i++) {
+                if (i < attached)
+                    MPI_Win_detach(s->swin, (void *)a->start);
+                free(a->bases);
+                a->bases = NULL;
+            }
             free(mine);
             free(all);
-            return rma_li_mpi_error("li_commit", "MPI_Win_attach/MPI_Allgather", mrc);
+            if (arc < 0)
+                return arc;
+            return mrc != MPI_SUCCESS
+                       ? rma_li_mpi_error("li_commit", "MPI_Win_attach/MPI_Allgather", mrc)
+                       : rma_li_error(LI_ERR_MPI, "li_commit",
+                                      "MPI_Win_attach failed on another rank; nothing committed");
         }
         for (i = 0, a = p->head; a != NULL; a = a->next, i++)
             for (int r = 0; r < s->nprocs; r++)
