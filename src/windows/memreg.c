@@ -246,33 +246,83 @@ static void *copy_aside_releasing(uintptr_t base, size_t len)
     return tmp;
 }
 
+/* ---- reading /proc/self/maps and smaps
+ *
+ * One mapping's line: its range, permissions, offset, inode and path (the first 255
+ * bytes). */
+typedef struct vma {
+    uintptr_t start, end;
+    uint64_t offset, ino;
+    char perms[8];
+    char path[256];
+} vma_t;
+
+typedef struct maps_reader {
+    FILE *f;
+    char line[512]; /* the current line (of a longer line, its start: the rest is skipped) */
+} maps_reader_t;
+
+/* Opens /proc/self/maps, or smaps with smaps set: 0 or -errno. */
+static int maps_open(maps_reader_t *r, int smaps)
+{
+    r->f = fopen(smaps ? "/proc/self/smaps" : "/proc/self/maps", "r");
+    return r->f != NULL ? 0 : -errno;
+}
+
+/* The next line: 1 a mapping's (into *v), 2 another (an smaps field, in r->line), 0 at the
+ * end (the reader closed). Mappings come in address order. */
+static int maps_next(maps_reader_t *r, vma_t *v)
+{
+    unsigned long s, e, off, ino;
+    int c;
+
+    if (fgets(r->line, sizeof(r->line), r->f) == NULL) {
+        fclose(r->f);
+        r->f = NULL;
+        return 0;
+    }
+    if (strchr(r->line, '\n') == NULL) /* a long path: the line's start is enough */
+        while ((c = fgetc(r->f)) != EOF && c != '\n')
+            ;
+    v->perms[0] = v->path[0] = '\0';
+    if (strchr(r->line, '-') > strchr(r->line, ' ') ||
+        sscanf(r->line, "%lx-%lx %7s %lx %*s %lu %255s", &s, &e, v->perms, &off, &ino, v->path) < 5)
+        return 2;
+    v->start = s;
+    v->end = e;
+    v->offset = off;
+    v->ino = ino;
+    return 1;
+}
+
+/* Stops reading before the end. */
+static void maps_close(maps_reader_t *r)
+{
+    if (r->f != NULL)
+        fclose(r->f);
+    r->f = NULL;
+}
+
 /* The child's pieces of [lo, hi) still mapped from reg's segment (shared, of its inode at
  * its offsets; a block from the transport has none: any shared piece): at most max, into
  * at[] and end[]. A piece the parent gave MADV_DONTFORK is not in the child at all. */
 static int child_pieces(const rma_memreg_t *reg, uintptr_t lo, uintptr_t hi, uintptr_t *at,
                         uintptr_t *end, int max)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
-    int n = 0, whole = 1;
+    maps_reader_t r;
+    vma_t v;
+    int n = 0;
 
-    while (f != NULL && n < max && fgets(line, sizeof(line), f)) {
-        unsigned long s0, e0, off, ino;
-        char perms[8];
-        int begins = whole;
-        whole = strchr(line, '\n') != NULL;
-        if (!begins || sscanf(line, "%lx-%lx %7s %lx %*s %lu", &s0, &e0, perms, &off, &ino) != 5)
+    if (maps_open(&r, 0) != 0)
+        return 0;
+    while (n < max && maps_next(&r, &v) == 1 && v.start < hi) {
+        if (v.end <= lo || v.perms[3] != 's' ||
+            (reg->ino != 0 && (v.ino != reg->ino || v.offset != v.start - reg->base)))
             continue;
-        if (s0 >= hi)
-            break;
-        if (e0 <= lo || perms[3] != 's' ||
-            (reg->ino != 0 && (ino != reg->ino || off != s0 - reg->base)))
-            continue;
-        at[n] = s0 > lo ? s0 : lo;
-        end[n++] = e0 < hi ? e0 : hi;
+        at[n] = v.start > lo ? v.start : lo;
+        end[n++] = v.end < hi ? v.end : hi;
     }
-    if (f != NULL)
-        fclose(f);
+    maps_close(&r);
     return n;
 }
 
@@ -513,29 +563,24 @@ int rma_memreg_free(void *ptr)
 /* Calls fn for each mapping of /proc/self/maps that overlaps [lo, hi), in address order,
  * until it returns 0. Returns 1 when fn accepted every mapping and they cover [lo, hi)
  * without a hole. */
-typedef int (*vma_fn)(const char *perms, uint64_t offset, uint64_t ino, const char *path,
-                      uintptr_t start, void *arg);
+typedef int (*vma_fn)(const vma_t *v, void *arg);
 
 static int vmas_cover(uintptr_t lo, uintptr_t hi, vma_fn fn, void *arg)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
+    maps_reader_t r;
+    vma_t v;
     uintptr_t covered = lo;
     int ok = 1;
 
-    if (f == NULL)
+    if (maps_open(&r, 0) != 0)
         return 0;
-    while (ok && covered < hi && fgets(line, sizeof(line), f)) {
-        unsigned long s, e, off, ino;
-        char perms[8] = "", path[256] = "";
-        if (sscanf(line, "%lx-%lx %7s %lx %*s %lu %255s", &s, &e, perms, &off, &ino, path) < 5)
+    while (ok && covered < hi && maps_next(&r, &v) != 0) {
+        if (v.end <= covered || v.start >= hi || v.perms[0] == '\0')
             continue;
-        if (e <= covered || s >= hi)
-            continue;
-        ok = s <= covered && fn(perms, off, ino, path, s, arg);
-        covered = e;
+        ok = v.start <= covered && fn(&v, arg);
+        covered = v.end;
     }
-    fclose(f);
+    maps_close(&r);
     return ok && covered >= hi;
 }
 
@@ -543,31 +588,28 @@ static int vmas_cover(uintptr_t lo, uintptr_t hi, vma_fn fn, void *arg)
  * (named ones too), the heap, a private mapping of /dev/zero; not the main stack. Not a
  * private file mapping (.data, a program's own mmap of a file): userfaultfd write-protects
  * anonymous and shmem memory only, so it stays where it is (CMA reaches it). */
-static int vma_movable(const char *perms, uint64_t offset, uint64_t ino, const char *path,
-                       uintptr_t start, void *arg)
+static int vma_movable(const vma_t *v, void *arg)
 {
-    (void)offset, (void)ino, (void)start, (void)arg;
-    return strcmp(perms, "rw-p") == 0 &&
-           (path[0] == '\0' || strcmp(path, "[heap]") == 0 || strcmp(path, "/dev/zero") == 0 ||
-            strncmp(path, "[anon:", 6) == 0);
+    (void)arg;
+    return strcmp(v->perms, "rw-p") == 0 &&
+           (v->path[0] == '\0' || strcmp(v->path, "[heap]") == 0 ||
+            strcmp(v->path, "/dev/zero") == 0 || strncmp(v->path, "[anon:", 6) == 0);
 }
 
 /* Still the registration's own segment, mapped at the offsets it was moved to, with
  * whatever protection the program gave it since (mprotect: a target that is only read may
  * make its window memory read-only). */
-static int vma_of_reg(const char *perms, uint64_t offset, uint64_t ino, const char *path,
-                      uintptr_t start, void *arg)
+static int vma_of_reg(const vma_t *v, void *arg)
 {
     const rma_memreg_t *reg = arg;
-    (void)path;
-    return perms[3] == 's' && ino == reg->ino && start >= reg->base && offset == start - reg->base;
+    return v->perms[3] == 's' && v->ino == reg->ino && v->start >= reg->base &&
+           v->offset == v->start - reg->base;
 }
 
 /* ... and writable too: an orphan that moves again with the memory around it. */
-static int vma_of_reg_rw(const char *perms, uint64_t offset, uint64_t ino, const char *path,
-                         uintptr_t start, void *arg)
+static int vma_of_reg_rw(const vma_t *v, void *arg)
 {
-    return perms[0] == 'r' && perms[1] == 'w' && vma_of_reg(perms, offset, ino, path, start, arg);
+    return v->perms[0] == 'r' && v->perms[1] == 'w' && vma_of_reg(v, arg);
 }
 
 /* The flags of a VmFlags line of /proc/self/smaps that prot_restore gives back. */
@@ -624,46 +666,40 @@ static uintptr_t piece_span(const prot_map_t *pm, int i, uintptr_t lo, uintptr_t
  * when a hole is in it, -ENOMEM. */
 static int pieces_read(uintptr_t lo, uintptr_t hi, prot_map_t *pm)
 {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
+    maps_reader_t r;
+    vma_t v;
     uintptr_t covered = lo;
-    int in = 0, rc = 0, whole = 1; /* whole: line begins a line (a long path is read in parts) */
+    int in = 0, rc, kind;
 
     *pm = (prot_map_t){.plain = 1};
-    if (f == NULL)
-        return -errno;
-    while (rc == 0 && fgets(line, sizeof(line), f)) {
-        unsigned long s0, e0;
-        char perms[8];
-        int begins = whole;
-        whole = strchr(line, '\n') != NULL;
-        if (!begins)
-            continue;
-        if (sscanf(line, "%lx-%lx %7s ", &s0, &e0, perms) == 3 &&
-            strchr(line, '-') < strchr(line, ' ')) {
-            if (s0 >= hi) /* mappings are in address order: the kernel need not walk the rest */
+    if ((rc = maps_open(&r, 1)) != 0)
+        return rc;
+    while (rc == 0 && (kind = maps_next(&r, &v)) != 0) {
+        if (kind == 1) {
+            if (v.start >= hi) /* in address order: the kernel need not walk the rest */
                 break;
-            in = e0 > lo;
+            in = v.end > lo;
             if (!in)
                 continue;
-            if (s0 > covered) {
+            if (v.start > covered) {
                 rc = -ENOENT;
                 break;
             }
-            covered = e0;
-            if (piece_add(pm, s0,
-                          (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-                              (perms[2] == 'x' ? PROT_EXEC : 0)) != 0) {
+            covered = v.end;
+            if (piece_add(pm, v.start,
+                          (v.perms[0] == 'r' ? PROT_READ : 0) |
+                              (v.perms[1] == 'w' ? PROT_WRITE : 0) |
+                              (v.perms[2] == 'x' ? PROT_EXEC : 0)) != 0) {
                 rc = -ENOMEM;
                 break;
             }
             pm->plain &= pm->p[pm->n - 1].prot == (PROT_READ | PROT_WRITE);
-        } else if (in && strncmp(line, "VmFlags:", 8) == 0 && pm->n > 0) {
-            pm->p[pm->n - 1].keep = keep_flags(line);
+        } else if (in && strncmp(r.line, "VmFlags:", 8) == 0 && pm->n > 0) {
+            pm->p[pm->n - 1].keep = keep_flags(r.line);
             pm->plain &= pm->p[pm->n - 1].keep == 0;
         }
     }
-    fclose(f);
+    maps_close(&r);
     if (rc == 0 && covered < hi)
         rc = -ENOENT;
     if (rc != 0)
@@ -753,15 +789,14 @@ static int collect_orphan(uintptr_t start, size_t len, void *value, void *arg)
 
 /* Movable, or the mapping of one of the orphans in arg (a prune_arg_t): moved pages of a
  * window that is gone, which move again with the rest. */
-static int vma_movable_or_orphan(const char *perms, uint64_t offset, uint64_t ino, const char *path,
-                                 uintptr_t start, void *arg)
+static int vma_movable_or_orphan(const vma_t *v, void *arg)
 {
     const prune_arg_t *pa = arg;
 
-    if (vma_movable(perms, offset, ino, path, start, NULL))
+    if (vma_movable(v, NULL))
         return 1;
     for (int i = 0; i < pa->n; i++)
-        if (vma_of_reg_rw(perms, offset, ino, path, start, pa->found[i]))
+        if (vma_of_reg_rw(v, pa->found[i]))
             return 1;
     return 0;
 }
@@ -1051,29 +1086,27 @@ static int vmflags_kept(const char *line)
  * slower; or has settings a segment would not keep (vmflags_kept). */
 static int range_has_huge(uintptr_t lo, uintptr_t hi)
 {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    int in = 0, huge = 0;
+    maps_reader_t r;
+    vma_t v;
+    unsigned long kb;
+    int in = 0, huge = 0, kind;
 
-    if (f == NULL)
+    if (maps_open(&r, 1) != 0)
         return 1;
-    while (!huge && fgets(line, sizeof(line), f)) {
-        unsigned long s0, e0, kb;
-        if (sscanf(line, "%lx-%lx ", &s0, &e0) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-            if (s0 >= hi) /* mappings are in address order: the kernel need not walk the rest */
+    while (!huge && (kind = maps_next(&r, &v)) != 0) {
+        if (kind == 1) {
+            if (v.start >= hi) /* in address order: the kernel need not walk the rest */
                 break;
-            in = e0 > lo;
-            continue;
+            in = v.end > lo;
+        } else if (in && sscanf(r.line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0) {
+            huge = 1;
+        } else if (in && strncmp(r.line, "VmFlags:", 8) == 0 &&
+                   (strstr(r.line, " hg") != NULL || strstr(r.line, " ht") != NULL ||
+                    vmflags_kept(r.line))) {
+            huge = 1;
         }
-        if (!in)
-            continue;
-        if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0)
-            huge = 1;
-        else if (strncmp(line, "VmFlags:", 8) == 0 &&
-                 (strstr(line, " hg") != NULL || strstr(line, " ht") != NULL || vmflags_kept(line)))
-            huge = 1;
     }
-    fclose(f);
+    maps_close(&r);
     return huge;
 }
 
@@ -1538,15 +1571,14 @@ out:
 
 /* The System V segment whose first byte is mapped at start: its id is the inode that
  * /proc/self/maps shows (*arg: -1 until found). */
-static int vma_sysv(const char *perms, uint64_t offset, uint64_t ino, const char *path,
-                    uintptr_t start, void *arg)
+static int vma_sysv(const vma_t *v, void *arg)
 {
     int *id = arg;
 
-    if (*id >= 0 || strcmp(perms, "rw-s") != 0 || strncmp(path, "/SYSV", 5) != 0 || offset != 0 ||
-        ino > INT32_MAX)
+    if (*id >= 0 || strcmp(v->perms, "rw-s") != 0 || strncmp(v->path, "/SYSV", 5) != 0 ||
+        v->offset != 0 || v->ino > INT32_MAX)
         return 0;
-    *id = (int)ino;
+    *id = (int)v->ino;
     return 1;
 }
 
