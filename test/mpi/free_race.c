@@ -62,43 +62,14 @@ static void *toucher(void *arg)
     return NULL;
 }
 
-/* The left neighbour drives this rank's move: gets until right's memory is reached
- * directly or mapped, for at most 2 s (a loaded machine moves later). 1 when it was. */
-static int drive_move(MPI_Win win, int right)
-{
-    int path = RMAX_PATH_CMA;
-    double t0 = MPI_Wtime();
-    long v;
-
-    MPI_OK(MPI_Win_lock_all(0, win));
-    for (int i = 0; MPI_Wtime() - t0 < 2 && path != RMAX_PATH_DIRECT && path != RMAX_PATH_NETMAP;
-         i++) {
-        MPI_OK(MPI_Get(&v, 1, MPI_LONG, right, 3 * (MPI_Aint)sizeof(long), 1, MPI_LONG, win));
-        MPI_OK(MPI_Win_flush(right, win));
-        if (i % 64 == 63)
-            MPI_OK(RMAX_Win_path(win, right, 0, 64, &path));
-    }
-    MPI_OK(MPI_Win_unlock_all(win));
-    return path == RMAX_PATH_DIRECT || path == RMAX_PATH_NETMAP;
-}
-
 /* The buffer's mapping is private (its permissions end in 'p'), or 1 when it cannot be
  * read. */
 static int buf_private(const void *p)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512], perms[8] = "?p";
+    char perms[8];
+    unsigned long ino;
 
-    while (f != NULL && fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi;
-        char pr[8];
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, pr) == 3 && (uintptr_t)p >= lo &&
-            (uintptr_t)p < hi)
-            strcpy(perms, pr);
-    }
-    if (f != NULL)
-        fclose(f);
-    return perms[3] == 'p' || perms[1] == 'p';
+    return !rt_mapping_of(p, perms, &ino) || perms[3] == 'p';
 }
 
 /* A window made, moved and freed by a thread whose stack lies right below the buffer
@@ -111,7 +82,7 @@ static void *stack_neighbour(void *arg)
 
     (void)arg;
     MPI_OK(MPI_Win_create(buf, 256 * 1024, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-    stack_moved = drive_move(win, (stack_rank + 1) % stack_nprocs);
+    stack_moved = rt_drive_gets(win, (stack_rank + 1) % stack_nprocs, 24, 64, 2);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_OK(MPI_Win_free(&win));
     return NULL;
@@ -176,7 +147,7 @@ int main(int argc, char **argv)
             buf[p * WORDS + 7] = last[p] = 0;
         }
         MPI_OK(MPI_Win_create(buf, LEN, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-        moves += drive_move(win, (rank + 1) % nprocs);
+        moves += rt_drive_gets(win, (rank + 1) % nprocs, 24, 64, 2);
         MPI_Barrier(MPI_COMM_WORLD);
         atomic_store(&stop, 0);
         atomic_store(&passes, 0);

@@ -88,28 +88,6 @@ static int drive_move(MPI_Win win, MPI_Aint disp, MPI_Aint len, long tag)
     return drive_ops(win, disp, len, tag, 0);
 }
 
-/* The mapping of /proc/self/maps holding addr: its permissions, inode and line; 0 if none. */
-static int mapping_of(const void *addr, char perms[8], unsigned long *ino)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
-    int found = 0;
-
-    while (f != NULL && !found && fgets(line, sizeof(line), f)) {
-        unsigned long s, e, off, i;
-        char p[8];
-        if (sscanf(line, "%lx-%lx %7s %lx %*s %lu", &s, &e, p, &off, &i) == 5 &&
-            (uintptr_t)addr >= s && (uintptr_t)addr < e) {
-            strcpy(perms, p);
-            *ino = i;
-            found = 1;
-        }
-    }
-    if (f != NULL)
-        fclose(f);
-    return found;
-}
-
 /* 1 when some mapping or open descriptor of this process is of inode ino. */
 static int inode_held(unsigned long ino)
 {
@@ -186,7 +164,7 @@ static void test_grow_zeroes_released(void)
     MPI_OK(MPI_Win_create(buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     moved = mine_moved(drive_move(win, 4096, 64, 1000 + rank));
     CHECK(!can_move || moved, "grow: the array was not moved in 2 s");
-    if (moved && mapping_of(buf + 4096 / sizeof(long), perms, &ino))
+    if (moved && rt_mapping_of(buf + 4096 / sizeof(long), perms, &ino))
         CHECK(perms[3] == 's', "grow: moved memory is mapped %s", perms);
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(buf[4096 / sizeof(long) + 1] == 1000 + left, "grow: the last put wrote %ld",
@@ -195,7 +173,7 @@ static void test_grow_zeroes_released(void)
     MPI_OK(MPI_Win_free(&win));
 
     /* the program's own memory again: private, and growable */
-    if (moved && mapping_of(buf + 4096 / sizeof(long), perms, &ino)) {
+    if (moved && rt_mapping_of(buf + 4096 / sizeof(long), perms, &ino)) {
         CHECK(perms[3] == 'p', "released: after MPI_Win_free the array is mapped %s", perms);
         CHECK(!inode_held(ino) || perms[3] == 'p', "released: its segment is still held");
     }
@@ -445,16 +423,16 @@ static void test_readonly(void)
         mprotect((char *)buf + half + p * 4096, 4096, PROT_READ);
     mprotect((char *)buf + half + 20 * 4096, 4096, PROT_NONE);
     MPI_OK(MPI_Win_free(&win)); /* half of it read-only */
-    if (moved && mapping_of(buf, perms, &ino))
+    if (moved && rt_mapping_of(buf, perms, &ino))
         CHECK(strcmp(perms, "r--p") == 0, "readonly: after MPI_Win_free the read-only half is %s",
               perms);
-    if (moved && mapping_of(buf + half / sizeof(long), perms, &ino))
+    if (moved && rt_mapping_of(buf + half / sizeof(long), perms, &ino))
         CHECK(strcmp(perms, "rw-p") == 0, "readonly: after MPI_Win_free the other half is %s",
               perms);
-    if (moved && mapping_of((char *)buf + half + 20 * 4096, perms, &ino))
+    if (moved && rt_mapping_of((char *)buf + half + 20 * 4096, perms, &ino))
         CHECK(strcmp(perms, "---p") == 0 || strcmp(perms, "---s") == 0,
               "readonly: after MPI_Win_free the inaccessible page is %s", perms);
-    if (moved && mapping_of((char *)buf + half + 41 * 4096, perms, &ino))
+    if (moved && rt_mapping_of((char *)buf + half + 41 * 4096, perms, &ino))
         CHECK(perms[3] == 'p' || perms[3] == 's',
               "readonly: after MPI_Win_free the pages after the pieces are %s", perms);
     CHECK(mprotect(buf, len, PROT_READ | PROT_WRITE) == 0, "readonly: mprotect failed");
@@ -578,7 +556,7 @@ static void test_own_uffd(void)
     buf[1] = 1; /* the neighbour's put */
     MPI_OK(MPI_Win_free(&win));
     /* held by the program's registration: still shared (else this part tests nothing) */
-    if (registered && moved && mapping_of(buf, perms, &ino))
+    if (registered && moved && rt_mapping_of(buf, perms, &ino))
         CHECK(perms[3] == 's', "own uffd: the pages moved back under the program's userfaultfd");
     if (registered)
         ioctl(fd, UFFDIO_UNREGISTER, &range);
@@ -586,7 +564,7 @@ static void test_own_uffd(void)
         close(fd);
     MPI_OK(MPI_Win_create(NULL, 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &other));
     MPI_OK(MPI_Win_free(&other));
-    if (moved && mapping_of(buf, perms, &ino))
+    if (moved && rt_mapping_of(buf, perms, &ino))
         CHECK(perms[3] == 'p', "own uffd: after the next window's free the pages are %s (%s)",
               perms, registered ? "registered" : "not registered");
     size_t bad = 0;

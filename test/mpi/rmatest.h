@@ -120,7 +120,50 @@ static inline int rt_moves(int r)
                why != NULL ? why : "(no reason given)");
     return r_can;
 }
+
+/* Gets of one long at disp from target's window (len bytes of it asked about) until
+ * RMAX_Win_path says its owner moved it (direct; netmap for an off-node owner), for at
+ * most secs seconds: 1 when it was. */
+static inline int rt_drive_gets(MPI_Win win, int target, MPI_Aint disp, MPI_Aint len, double secs)
+{
+    double t0 = MPI_Wtime();
+    int path = RMAX_PATH_CMA;
+    long v;
+
+    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win));
+    for (int i = 0; path != RMAX_PATH_DIRECT && path != RMAX_PATH_NETMAP && MPI_Wtime() - t0 < secs;
+         i++) {
+        MPI_OK(MPI_Get(&v, 1, MPI_LONG, target, disp, 1, MPI_LONG, win));
+        MPI_OK(MPI_Win_flush(target, win));
+        if (i % 16 == 15)
+            MPI_OK(RMAX_Win_path(win, target, disp, len, &path));
+    }
+    MPI_OK(MPI_Win_unlock(target, win));
+    return path == RMAX_PATH_DIRECT || path == RMAX_PATH_NETMAP;
+}
 #endif
+
+/* The mapping of /proc/self/maps holding addr: its permissions and inode; 0 if none. */
+static inline int rt_mapping_of(const void *addr, char perms[8], unsigned long *ino)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+
+    while (f != NULL && !found && fgets(line, sizeof(line), f)) {
+        unsigned long s, e, off, i;
+        char p[8];
+        if (sscanf(line, "%lx-%lx %7s %lx %*s %lu", &s, &e, p, &off, &i) == 5 &&
+            (unsigned long)addr >= s && (unsigned long)addr < e) {
+            strcpy(perms, p);
+            *ino = i;
+            found = 1;
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+    return found;
+}
 
 /* qsort comparison of long longs. */
 static inline int rt_cmp_ll(const void *a, const void *b)

@@ -120,24 +120,6 @@ static void *put_b_thread(void *arg)
     return NULL;
 }
 
-/* rank 1: gets from A until it reaches A directly (moved), at most 3 s */
-static int move_a(MPI_Win a)
-{
-    int path = RMAX_PATH_CMA;
-    double t0 = MPI_Wtime();
-    long v;
-
-    MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, a));
-    for (int i = 0; path != RMAX_PATH_DIRECT && MPI_Wtime() - t0 < 3; i++) {
-        MPI_OK(MPI_Get(&v, 1, MPI_LONG, 0, (MPI_Aint)(i % (CUT / 8)) * 8, 1, MPI_LONG, a));
-        MPI_OK(MPI_Win_flush(0, a));
-        if (i % 16 == 15)
-            MPI_OK(RMAX_Win_path(a, 0, 0, 8, &path));
-    }
-    MPI_OK(MPI_Win_unlock(0, a));
-    return path == RMAX_PATH_DIRECT;
-}
-
 /* rank 0: B holds the pattern */
 static void check_b(const unsigned char *buf, const char *what)
 {
@@ -164,7 +146,7 @@ static void round_move(unsigned char *buf)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 1) {
         usleep(STALL * 1000 / 4); /* rank 2's put is under way */
-        moved = move_a(a);
+        moved = rt_drive_gets(a, 0, 0, 8, 3);
     } else if (rank == 2) {
         put_b(b, &s);
         faults = atomic_load(&s.faults);
@@ -194,7 +176,7 @@ static void round_move_back(unsigned char *buf)
     MPI_OK(MPI_Win_create(buf, rank == 0 ? CUT : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &a));
     MPI_OK(MPI_Win_create(buf + CUT, rank == 0 ? BLEN : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &b));
     if (rank == 1)
-        moved = move_a(a);
+        moved = rt_drive_gets(a, 0, 0, 8, 3);
     MPI_Bcast(&moved, 1, MPI_INT, 1, MPI_COMM_WORLD);
     CHECK(!can_move || moved, "move back: A did not move in 3 s");
     if (rank == 2) {
