@@ -211,6 +211,38 @@ static void *copy_aside(uintptr_t base, size_t len)
     return tmp;
 }
 
+/* Without swap, a page of memory that is not resident was never written, and mincore says
+ * which those are without reading the others (a read of a hole of shared memory would
+ * allocate it); with swap, a swapped-out page is not resident either. */
+static int swapless(void)
+{
+    struct sysinfo si;
+
+    return sysinfo(&si) == 0 && si.totalswap == 0;
+}
+
+/* Where mincore can tell (swapless), a vector for [.., +len) of *vlen bytes, mapped apart
+ * (never the heap the range may hold); else, or without memory, NULL: every page is read.
+ * Unmapped by resident_free. */
+static unsigned char *resident_new(size_t len, size_t *vlen)
+{
+    size_t page = rma_page_size();
+    void *v;
+
+    *vlen = (len / page + page - 1) & ~(page - 1);
+    if (!swapless())
+        return NULL;
+    v = (void *)syscall(SYS_mmap, NULL, *vlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                        -1, 0);
+    return v == MAP_FAILED ? NULL : v;
+}
+
+static void resident_free(unsigned char *in, size_t vlen)
+{
+    if (in != NULL)
+        syscall(SYS_munmap, in, vlen);
+}
+
 /* copy_aside for memory that goes away next (a block UCX unmaps at MPI_Finalize): a piece
  * at a time, each piece's pages given back once copied (MADV_REMOVE for shared memory, else
  * MADV_DONTNEED), so that the process never holds the block twice over. Without swap, a
@@ -220,8 +252,7 @@ static void *copy_aside_releasing(uintptr_t base, size_t len)
     enum { PIECE = 2 << 20 };
     size_t page = rma_page_size();
     unsigned char in[PIECE / 4096];
-    struct sysinfo si;
-    int skip = sysinfo(&si) == 0 && si.totalswap == 0 && page == 4096;
+    int skip = page == 4096 && swapless();
     char *tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -1328,18 +1359,16 @@ static int unmove_refusal(const rma_memreg_t *reg)
 
 /* Moves [lo, lo+len), pages on a registration's memfd, back to private anonymous memory in
  * place, writers held as in pages_move (peers' cross-memory writers of windows on the same
- * pages: another window sharing a page, or a window of another extent on an orphan). Only the segment's pages that hold data are copied. Without swap,
- * mincore tells which those are without reading the others (a read of a hole would
- * allocate it); with swap, a swapped-out page is not resident, so every page is read. 0, or
+ * pages: another window sharing a page, or a window of another extent on an orphan). Only
+ * the segment's pages that hold data are copied, where mincore tells (resident_new). 0, or
  * -errno (the pages stay on the segment). */
 PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
 {
     struct uffdio_register ureg = {.range = {lo, len}, .mode = UFFDIO_REGISTER_MODE_WP};
     struct uffdio_writeprotect wp = {.range = {lo, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
     struct uffdio_range wake = {lo, len};
-    size_t page = rma_page_size(), inlen = (len / page + page - 1) & ~(page - 1);
-    struct sysinfo si;
-    unsigned char *in = NULL;
+    size_t page = rma_page_size(), inlen;
+    unsigned char *in;
     sigset_t old;
     char *tmp;
     long at;
@@ -1349,14 +1378,10 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
      * range: not its stack, nor the vector mincore fills, mapped apart rather than taken
      * from the heap the range may hold. The range is registered only once the copy is
      * prepared: reading and populating run a third slower with it registered. */
-    if (sysinfo(&si) == 0 && si.totalswap == 0 &&
-        (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
-                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
-        rc = -ENOMEM;
-    tmp = rc != 0 ? MAP_FAILED
-                  : (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (rc == 0 && tmp == MAP_FAILED)
+    in = resident_new(len, &inlen);
+    tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+    if (tmp == MAP_FAILED)
         rc = -ENOMEM;
     if (rc == 0 && in != NULL && syscall(SYS_mincore, lo, len, in) != 0)
         rc = -errno;
@@ -1379,8 +1404,7 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
             writers_release();
         if (tmp != MAP_FAILED)
             syscall(SYS_munmap, tmp, len);
-        if (in != NULL && in != MAP_FAILED)
-            syscall(SYS_munmap, in, inlen);
+        resident_free(in, inlen);
         return rc;
     }
     /* writers wait from here on; a page written since mincore is resident now */
@@ -1399,8 +1423,7 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
     ioctl(uffd, UFFDIO_WAKE, &wake);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     writers_release();
-    if (in != NULL)
-        syscall(SYS_munmap, in, inlen);
+    resident_free(in, inlen);
     return rc;
 }
 
@@ -1481,12 +1504,11 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
 {
     struct uffdio_register ureg = {.mode = UFFDIO_REGISTER_MODE_MISSING};
     struct uffdio_range whole = {lo, len};
-    size_t page = rma_page_size(), inlen = (len / page + page - 1) & ~(page - 1);
+    size_t inlen;
     remap_read_t rr = {-1, 0, 0};
     fill_arg_t fill = {-1, lo, block, 0};
     uint64_t have = 0;
-    unsigned char *in = NULL;
-    struct sysinfo si;
+    unsigned char *in;
     pthread_attr_t attr;
     pthread_t reader;
     sigset_t old;
@@ -1502,10 +1524,7 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
         close(rr.fd);
         return -EOPNOTSUPP;
     }
-    if (sysinfo(&si) == 0 && si.totalswap == 0 &&
-        (in = (void *)syscall(SYS_mmap, NULL, inlen, PROT_READ | PROT_WRITE,
-                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
-        in = NULL;
+    in = resident_new(len, &inlen);
     tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                           -1, 0);
     rc = tmp == MAP_FAILED ? -ENOMEM : 0;
@@ -1547,7 +1566,7 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
     }
     /* the block's data pages (nothing writes it since the swap) */
     if (in != NULL && syscall(SYS_mincore, block, len, in) != 0) {
-        syscall(SYS_munmap, in, inlen);
+        resident_free(in, inlen);
         in = NULL; /* every page is read */
     }
     fill.fd = rr.fd;
@@ -1564,8 +1583,7 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
 out:
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(rr.fd);
-    if (in != NULL)
-        syscall(SYS_munmap, in, inlen);
+    resident_free(in, inlen);
     return rc;
 }
 
