@@ -7,17 +7,32 @@
  * prints which peer is gone and why and ends the job as MPI_Abort does. The progress agent
  * never does (it calls no MPI): rma_peer_poll_off. Reports that come once MPI_Finalize has
  * begun (peers closing their endpoints) are ignored.
+ *
+ * Peers of this node are no transport's: UCX need not even run. Each window watches its
+ * same-node peers' processes while it lives (rma_peer_watch_pid, a pidfd each, shared by
+ * every window on that peer), and the same waits poll those pidfds, at most every 10 ms: a
+ * peer of a live window never ends normally (MPI_Win_free is collective, and MPI_Finalize
+ * frees left windows only once every rank is in it). Without pidfd_open (Linux before 5.3)
+ * the process manager is what ends the job.
  */
 #include "config.h"
 
 #include "sync/wait.h"
 
 #include <mpi.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 static _Atomic int gone; /* world rank + 1 of the first peer reported gone; 0: none */
 static _Atomic int finalizing;
@@ -69,6 +84,88 @@ static void gone_end(int w)
     _exit(1); /* MPI_Abort does not return; this is in case the process manager is gone */
 }
 
+/* Same-node peer processes watched, each with its pidfd (locals_fd[i]) and the number of
+ * live windows that watch it */
+typedef struct local_peer {
+    int pid, world, refs;
+} local_peer_t;
+
+static pthread_mutex_t locals_lock = PTHREAD_MUTEX_INITIALIZER;
+static local_peer_t *locals;
+static struct pollfd *locals_fd;
+static int nlocals, locals_cap;
+static _Atomic int locals_any;
+
+void rma_peer_watch_pid(int pid, int world_rank)
+{
+    int i, fd;
+
+    if (pid <= 0 || pid == (int)getpid())
+        return;
+    pthread_mutex_lock(&locals_lock);
+    for (i = 0; i < nlocals && locals[i].pid != pid; i++)
+        ;
+    if (i < nlocals) {
+        locals[i].refs++;
+    } else if ((fd = (int)syscall(SYS_pidfd_open, pid, 0)) >= 0) {
+        if (nlocals == locals_cap) {
+            int cap = locals_cap ? 2 * locals_cap : 16;
+            local_peer_t *l = realloc(locals, (size_t)cap * sizeof(*l));
+            struct pollfd *f = l != NULL ? realloc(locals_fd, (size_t)cap * sizeof(*f)) : NULL;
+            if (l != NULL)
+                locals = l;
+            if (f != NULL) {
+                locals_fd = f;
+                locals_cap = cap;
+            }
+        }
+        if (nlocals < locals_cap) {
+            locals[nlocals] = (local_peer_t){pid, world_rank, 1};
+            locals_fd[nlocals++] = (struct pollfd){fd, POLLIN, 0};
+            atomic_store_explicit(&locals_any, 1, memory_order_release);
+        } else {
+            close(fd); /* no memory: this peer is not watched */
+        }
+    }
+    pthread_mutex_unlock(&locals_lock);
+}
+
+void rma_peer_unwatch_pid(int pid)
+{
+    pthread_mutex_lock(&locals_lock);
+    for (int i = 0; i < nlocals; i++) {
+        if (locals[i].pid != pid || --locals[i].refs > 0)
+            continue;
+        close(locals_fd[i].fd);
+        locals[i] = locals[--nlocals];
+        locals_fd[i] = locals_fd[nlocals];
+        atomic_store_explicit(&locals_any, nlocals > 0, memory_order_release);
+        break;
+    }
+    pthread_mutex_unlock(&locals_lock);
+}
+
+/* Reports a watched peer process that has ended; at most every 10 ms per thread. */
+static void locals_check(void)
+{
+    static _Thread_local uint64_t last;
+    struct timespec ts;
+    uint64_t now;
+
+    if (!atomic_load_explicit(&locals_any, memory_order_acquire))
+        return;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (now - last < 10000000u || pthread_mutex_trylock(&locals_lock) != 0)
+        return;
+    last = now;
+    if (poll(locals_fd, (nfds_t)nlocals, 0) > 0)
+        for (int i = 0; i < nlocals; i++)
+            if (locals_fd[i].revents & (POLLIN | POLLHUP | POLLERR))
+                rma_peer_failed(locals[i].world, "its process ended");
+    pthread_mutex_unlock(&locals_lock);
+}
+
 void rma_peer_poll(void)
 {
     void (*fn)(void) = atomic_load_explicit(&watch, memory_order_acquire);
@@ -78,6 +175,7 @@ void rma_peer_poll(void)
         return;
     if (fn != NULL)
         fn();
+    locals_check();
     if ((w = atomic_load_explicit(&gone, memory_order_acquire)) != 0 && !atomic_load(&finalizing))
         gone_end(w - 1);
 }

@@ -43,6 +43,9 @@ void rma_peer_failed(int world_rank, const char *why);
 void rma_peer_poll(void);
 void rma_peer_poll_off(void);
 void rma_peer_fail_ignore(void);
+/* A live window's same-node peer process (world rank), watched until as many unwatches */
+void rma_peer_watch_pid(int pid, int world_rank);
+void rma_peer_unwatch_pid(int pid);
 
 typedef struct rma_backoff {
     int spins;          /* pauses so far */

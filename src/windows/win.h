@@ -294,6 +294,7 @@ typedef struct rma_win {
                                * waiting for anything) */
     _Atomic int expose_ready; /* created: the agent may serve move requests (expose.c) */
     rma_memreg_writers_t writers; /* create, dynamic: peers' CMA writers, held by moves */
+    int pids_watched;             /* its same-node peers' processes (sync/peer_fail.c) */
 
     /* PSCW state */
     int *start_ranks; /* window ranks of the open access group */

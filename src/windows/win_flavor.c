@@ -249,6 +249,12 @@ static int win_exchange(rma_win_t *win, MPI_Comm comm, rank_info_t *me, rank_inf
                    : rma_err(NULL, func, MPI_ERR_OTHER,
                              "rank %d could not start UCX for the ranks on other nodes", bad);
     }
+    /* a same-node peer whose process ends while the window lives is reported by the waits
+     * (sync/peer_fail.c): no transport watches it */
+    for (int t = 0; t < win->nranks; t++)
+        if (win->targets[t].local && t != win->rank)
+            rma_peer_watch_pid(all[t].pid, win->world[t]);
+    win->pids_watched = 1;
     *all_p = all;
     return MPI_SUCCESS;
 }
@@ -693,6 +699,9 @@ static void win_destroy(rma_win_t *win)
 {
     rma_memreg_writers_leave(&win->writers); /* before its control slot goes */
     rma_win_retire(win);                     /* the agent no longer finds it ... */
+    for (int t = 0; win->pids_watched && t < win->nranks; t++)
+        if (win->targets[t].local && t != win->rank)
+            rma_peer_unwatch_pid(win->targets[t].pid);
     if (rma_net_started()) /* ... nor still uses it: a request for it in flight is refused */
         rma_net->quiesce();
     rma_request_quiesce(); /* nor a request of it driven on another thread */
