@@ -19,6 +19,7 @@
 #include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
 #include "rma_ext.h"
+#include "sync/wait.h"
 #include "windows/memreg.h"
 #include "windows/segment.h"
 #include "windows/win.h"
@@ -44,6 +45,7 @@ int MPI_Init(int *argc, char ***argv)
         rma_init_once();
         rma_locality_init();
         rma_barrier_init();
+        rma_wait_mpi_up(1);
     }
     return rc;
 }
@@ -56,6 +58,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
         rma_init_once();
         rma_locality_init();
         rma_barrier_init();
+        rma_wait_mpi_up(1);
     }
     return rc;
 }
@@ -77,7 +80,8 @@ int MPI_Finalize(void)
 
     if (live > 0 && rma_env.verbose)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
-    rma_expose_end(); /* the agent moves nothing onto the transport's memory now */
+    rma_wait_mpi_up(0); /* waits from here on give MPICH's progress no turn */
+    rma_expose_end();   /* the agent moves nothing onto the transport's memory now */
     if (rma_net != NULL)
         rma_net->finalize(all_in_finalize); /* collective when any process started it */
     else

@@ -3,10 +3,10 @@
  * error handler on a watch endpoint, nm_ucx.c) while its watch function runs and reports
  * it here. Nothing to that peer can complete any more: a lock word, a fence or PSCW counter,
  * a flush, an answer it was to send. So every wait that backs off to sleeping (wait.h), in
- * an application thread, drives the watch (rma_peer_poll), and the first after a report
- * prints which peer is gone and why and ends the job as MPI_Abort does. The progress agent
- * never does (it calls no MPI): rma_peer_poll_off. Reports that come once MPI_Finalize has
- * begun (peers closing their endpoints) are ignored.
+ * an application thread, drives the watch (rma_peer_poll, from idle.c), and the first after
+ * a report prints which peer is gone and why and ends the job as MPI_Abort does. The
+ * progress agent never does (it calls no MPI: rma_wait_no_mpi). Reports that come once
+ * MPI_Finalize has begun (peers closing their endpoints) are ignored.
  *
  * Peers of this node are no transport's: UCX need not even run. Each window watches its
  * same-node peers' processes while it lives (rma_peer_watch_pid, a pidfd each, shared by
@@ -38,16 +38,10 @@ static _Atomic int gone; /* world rank + 1 of the first peer reported gone; 0: n
 static _Atomic int finalizing;
 static const char *_Atomic gone_why;
 static void (*_Atomic watch)(void);
-static _Thread_local int poll_off; /* this thread never polls (the agent) */
 
 void rma_peer_watch_set(void (*fn)(void))
 {
     atomic_store(&watch, fn);
-}
-
-void rma_peer_poll_off(void)
-{
-    poll_off = 1;
 }
 
 void rma_peer_failed(int world_rank, const char *why)
@@ -171,8 +165,6 @@ void rma_peer_poll(void)
     void (*fn)(void) = atomic_load_explicit(&watch, memory_order_acquire);
     int w;
 
-    if (poll_off)
-        return;
     if (fn != NULL)
         fn();
     locals_check();

@@ -34,15 +34,22 @@ static inline uint64_t rma_now_ns(void)
 
 /* Peer failure (peer_fail.c). The transport registers a watch function (NULL removes it)
  * that calls rma_peer_failed(world rank, reason) when it finds a peer gone. rma_peer_poll,
- * called by every wait that sleeps, runs the watch function and, after a report, prints the
- * peer and the reason and ends the job (MPI_Abort); it does nothing in a thread that called
- * rma_peer_poll_off (the progress agent, which calls no MPI). rma_peer_fail_ignore:
- * MPI_Finalize has begun (peers close their endpoints), reports are ignored from now on. */
+ * called by every wait that sleeps (rma_wait_idle) and by the transport's waits for MPI
+ * requests, runs the watch function and, after a report, prints the peer and the reason
+ * and ends the job (MPI_Abort). rma_peer_fail_ignore: MPI_Finalize has begun (peers close
+ * their endpoints), reports are ignored from now on. */
 void rma_peer_watch_set(void (*fn)(void));
 void rma_peer_failed(int world_rank, const char *why);
 void rma_peer_poll(void);
-void rma_peer_poll_off(void);
 void rma_peer_fail_ignore(void);
+
+/* A sleeping wait's turn at what lies outside librma (idle.c): rma_peer_poll, and the MPI
+ * library's own progress (MPI's progress rule: a peer may wait in MPI_Recv for this rank's
+ * send). Nothing in a thread that called rma_wait_no_mpi (the progress agent), nor while
+ * rma_wait_mpi_up says MPI's world is not up. */
+void rma_wait_idle(void);
+void rma_wait_no_mpi(void);
+void rma_wait_mpi_up(int up);
 /* A live window's same-node peer process (world rank), watched until as many unwatches */
 void rma_peer_watch_pid(int pid, int world_rank);
 void rma_peer_unwatch_pid(int pid);
@@ -89,7 +96,7 @@ static inline void rma_backoff(rma_backoff_t *b)
         sched_yield();
     } else {
         struct timespec ts = {0, 0};
-        rma_peer_poll(); /* out of line: a peer reported gone ends the job */
+        rma_wait_idle(); /* out of line: peers gone, the MPI library's progress */
         b->sleep_us = b->sleep_us ? 2 * b->sleep_us : 1;
         if (b->sleep_us > RMA_BACKOFF_SLEEP_US)
             b->sleep_us = RMA_BACKOFF_SLEEP_US;

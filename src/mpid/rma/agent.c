@@ -445,7 +445,7 @@ static void *agent_main(void *arg)
     char where[256];
 
     (void)arg;
-    rma_peer_poll_off(); /* its waits (page moves) must not end the job: that calls MPI */
+    rma_wait_no_mpi(); /* its waits (page moves) call no MPI: neither end the job nor probe */
     rma_agent_placement(where, sizeof(where), 1);
     atomic_store_explicit(&agent_placed, 1, memory_order_release);
     if (rma_env.verbose >= 1)
