@@ -1063,6 +1063,24 @@ static const char *pin_refusal(void)
         if (dir != NULL)
             closedir(dir);
     }
+    /* The MPI library's UCX sends a large message by rendezvous. Its put schemes write
+     * the receiver's buffer from the sender's process with process_vm_writev (UCX's cma),
+     * which librma does not hold off while it copies the pages: such a write under way
+     * would land in the old page (a receive into window memory lost bytes, 3 of 6 runs).
+     * Its default (UCX 1.13) reads from the receiver instead, which a move holds off. */
+    const char *rndv = rma_env.ucx_rndv, *proto = rma_env.ucx_proto;
+    if (why[0] == '\0' && rndv != NULL && strstr(rndv, "put") != NULL)
+        snprintf(why, sizeof(why),
+                 "UCX_RNDV_SCHEME=%.64s: the MPI library's rendezvous may write window memory "
+                 "from other processes (cross-memory attach), which a move cannot hold off "
+                 "(RMA_MOVE_PINNED=1 moves it anyway)",
+                 rndv);
+    else if (why[0] == '\0' && proto != NULL && (proto[0] == 'y' || proto[0] == '1'))
+        snprintf(why, sizeof(why),
+                 "UCX_PROTO_ENABLE=%.16s: the MPI library's rendezvous may choose to write "
+                 "window memory from other processes (cross-memory attach), which a move "
+                 "cannot hold off (RMA_MOVE_PINNED=1 moves it anyway)",
+                 proto);
     return why[0] != '\0' ? why : NULL;
 }
 

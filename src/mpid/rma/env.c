@@ -86,6 +86,8 @@ void rma_env_init(void)
     rma_env.move_pinned = (int)env_long("RMA_MOVE_PINNED", rma_env.move_pinned, 0, 1);
     if (env_given("RMA_TEST_PIN_DEVICES"))
         rma_env.pin_devices = getenv("RMA_TEST_PIN_DEVICES");
+    rma_env.ucx_rndv = env_given("UCX_RNDV_SCHEME") ? getenv("UCX_RNDV_SCHEME") : NULL;
+    rma_env.ucx_proto = env_given("UCX_PROTO_ENABLE") ? getenv("UCX_PROTO_ENABLE") : NULL;
     rma_env.move_eager = (size_t)env_long("RMA_MOVE_EAGER", (long)rma_env.move_eager, 0, LONG_MAX);
     rma_env.verbose = (int)env_long("RMA_VERBOSE", rma_env.verbose, 0, 2);
     rma_env.spin_count = (int)env_long("RMA_SPIN_COUNT", rma_env.spin_count, 0, 1 << 24);

@@ -59,6 +59,8 @@ typedef struct rma_env {
                          swapping it */
     const char *pin_devices; /* RMA_TEST_PIN_DEVICES: for tests, the directories whose
                                 entries count as RDMA devices (RMA_PIN_DEVICES) */
+    const char *ucx_rndv;    /* UCX_RNDV_SCHEME and UCX_PROTO_ENABLE as the MPI library's UCX */
+    const char *ucx_proto;   /* reads them (NULL: not set): a put rendezvous writes by CMA */
 } rma_env_t;
 
 /* Where RDMA devices are listed, ':'-separated: verbs devices (InfiniBand, RoCE, iWARP,
