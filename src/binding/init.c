@@ -80,8 +80,9 @@ int MPI_Finalize(void)
 
     if (live > 0 && rma_env.verbose)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
-    rma_wait_mpi_up(0); /* waits from here on give MPICH's progress no turn */
-    rma_expose_end();   /* the agent moves nothing onto the transport's memory now */
+    rma_wait_mpi_up(0);     /* waits from here on give MPICH's progress no turn, */
+    rma_peer_unwatch_all(); /* nor look at same-node peers, which may leave first */
+    rma_expose_end();       /* the agent moves nothing onto the transport's memory now */
     if (rma_net != NULL)
         rma_net->finalize(all_in_finalize); /* collective when any process started it */
     else
@@ -142,7 +143,8 @@ int RMAX_Memory_moves(int *can, const char **why)
 {
     if (can == NULL)
         return rma_err(NULL, "RMAX_Memory_moves", MPI_ERR_ARG, "can is NULL");
-    rma_init_once(); /* the environment decides: also before MPI_Init */
+    rma_env_init(); /* the environment decides, also before MPI_Init (where nothing else of
+                       rma_init_once may run yet: the accumulate probe needs MPI) */
     *can = rma_memreg_can_move(why);
     return MPI_SUCCESS;
 }

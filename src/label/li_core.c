@@ -383,9 +383,9 @@ int rma_li_xfer(enum rma_li_form form, int is_put, int pid, void *local, const v
     MPI_Win win;
     MPI_Aint disp;
     size_t rel;
-    int rc;
+    int rc, fin = 0;
 
-    if (!s->begun)
+    if (!s->begun || (MPI_Finalized(&fin) == MPI_SUCCESS && fin))
         return rma_li_check_begun(fn);
     if (pid < 0 || pid >= s->nprocs)
         return rma_li_error(LI_ERR_PID, fn, "pid %d not in [0, %d)", pid, s->nprocs);

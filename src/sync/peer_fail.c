@@ -11,8 +11,9 @@
  * Peers of this node are no transport's: UCX need not even run. Each window watches its
  * same-node peers' processes while it lives (rma_peer_watch_pid, a pidfd each, shared by
  * every window on that peer), and the same waits poll those pidfds, at most every 10 ms: a
- * peer of a live window never ends normally (MPI_Win_free is collective, and MPI_Finalize
- * frees left windows only once every rank is in it). Without pidfd_open (Linux before 5.3)
+ * peer of a live window never ends normally before MPI_Finalize (MPI_Win_free is
+ * collective), and from MPI_Finalize on (where a peer may leave before this process has
+ * passed the steps all ranks take) none is watched. Without pidfd_open (Linux before 5.3)
  * the process manager is what ends the job.
  */
 #include "config.h"
@@ -101,7 +102,8 @@ void rma_peer_watch_pid(int pid, int world_rank)
         ;
     if (i < nlocals) {
         locals[i].refs++;
-    } else if ((fd = (int)syscall(SYS_pidfd_open, pid, 0)) >= 0) {
+    } else {
+        fd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1 (no pidfd_open): kept, not polled */
         if (nlocals == locals_cap) {
             int cap = locals_cap ? 2 * locals_cap : 16;
             local_peer_t *l = realloc(locals, (size_t)cap * sizeof(*l));
@@ -117,7 +119,7 @@ void rma_peer_watch_pid(int pid, int world_rank)
             locals[nlocals] = (local_peer_t){pid, world_rank, 1};
             locals_fd[nlocals++] = (struct pollfd){fd, POLLIN, 0};
             atomic_store_explicit(&locals_any, 1, memory_order_release);
-        } else {
+        } else if (fd >= 0) {
             close(fd); /* no memory: this peer is not watched */
         }
     }
@@ -130,12 +132,26 @@ void rma_peer_unwatch_pid(int pid)
     for (int i = 0; i < nlocals; i++) {
         if (locals[i].pid != pid || --locals[i].refs > 0)
             continue;
-        close(locals_fd[i].fd);
+        if (locals_fd[i].fd >= 0)
+            close(locals_fd[i].fd);
         locals[i] = locals[--nlocals];
         locals_fd[i] = locals_fd[nlocals];
         atomic_store_explicit(&locals_any, nlocals > 0, memory_order_release);
         break;
     }
+    pthread_mutex_unlock(&locals_lock);
+}
+
+/* MPI_Finalize has begun: peers may leave it, and end, before this process has passed its
+ * own collective steps. Their processes are not watched from here on. */
+void rma_peer_unwatch_all(void)
+{
+    pthread_mutex_lock(&locals_lock);
+    for (int i = 0; i < nlocals; i++)
+        if (locals_fd[i].fd >= 0)
+            close(locals_fd[i].fd);
+    nlocals = 0;
+    atomic_store_explicit(&locals_any, 0, memory_order_release);
     pthread_mutex_unlock(&locals_lock);
 }
 

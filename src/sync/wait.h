@@ -53,6 +53,7 @@ void rma_wait_mpi_up(int up);
 /* A live window's same-node peer process (world rank), watched until as many unwatches */
 void rma_peer_watch_pid(int pid, int world_rank);
 void rma_peer_unwatch_pid(int pid);
+void rma_peer_unwatch_all(void); /* MPI_Finalize has begun */
 
 typedef struct rma_backoff {
     int spins;          /* pauses so far */

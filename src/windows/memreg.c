@@ -10,10 +10,12 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
@@ -222,19 +224,17 @@ static int swapless(void)
 }
 
 /* Where mincore can tell (swapless), a vector for [.., +len) of *vlen bytes, mapped apart
- * (never the heap the range may hold); else, or without memory, NULL: every page is read.
- * Unmapped by resident_free. */
+ * (never the heap the range may hold), or MAP_FAILED without memory for it; else NULL:
+ * every page is read. Unmapped by resident_free. */
 static unsigned char *resident_new(size_t len, size_t *vlen)
 {
     size_t page = rma_page_size();
-    void *v;
 
     *vlen = (len / page + page - 1) & ~(page - 1);
     if (!swapless())
         return NULL;
-    v = (void *)syscall(SYS_mmap, NULL, *vlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                        -1, 0);
-    return v == MAP_FAILED ? NULL : v;
+    return (void *)syscall(SYS_mmap, NULL, *vlen, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 }
 
 static void resident_free(unsigned char *in, size_t vlen)
@@ -305,6 +305,7 @@ static int maps_open(maps_reader_t *r, int smaps)
 static int maps_next(maps_reader_t *r, vma_t *v)
 {
     unsigned long s, e, off, ino;
+    const char *dash, *space;
     int c;
 
     if (fgets(r->line, sizeof(r->line), r->f) == NULL) {
@@ -315,10 +316,15 @@ static int maps_next(maps_reader_t *r, vma_t *v)
     if (strchr(r->line, '\n') == NULL) /* a long path: the line's start is enough */
         while ((c = fgetc(r->f)) != EOF && c != '\n')
             ;
+    dash = strchr(r->line, '-');
+    space = strchr(r->line, ' ');
     v->perms[0] = v->path[0] = '\0';
-    if (strchr(r->line, '-') > strchr(r->line, ' ') ||
-        sscanf(r->line, "%lx-%lx %7s %lx %*s %lu %255s", &s, &e, v->perms, &off, &ino, v->path) < 5)
+    if (dash == NULL || space == NULL || dash > space ||
+        sscanf(r->line, "%lx-%lx %7s %lx %*s %lu %255s", &s, &e, v->perms, &off, &ino, v->path) <
+            5) {
+        v->perms[0] = '\0';
         return 2;
+    }
     v->start = s;
     v->end = e;
     v->offset = off;
@@ -342,11 +348,15 @@ static int child_pieces(const rma_memreg_t *reg, uintptr_t lo, uintptr_t hi, uin
 {
     maps_reader_t r;
     vma_t v;
-    int n = 0;
+    int n = 0, kind;
 
     if (maps_open(&r, 0) != 0)
         return 0;
-    while (n < max && maps_next(&r, &v) == 1 && v.start < hi) {
+    while (n < max && (kind = maps_next(&r, &v)) != 0) {
+        if (kind != 1)
+            continue;
+        if (v.start >= hi)
+            break;
         if (v.end <= lo || v.perms[3] != 's' ||
             (reg->ino != 0 && (v.ino != reg->ino || v.offset != v.start - reg->base)))
             continue;
@@ -1067,15 +1077,19 @@ static const char *pin_refusal(void)
      * the receiver's buffer from the sender's process with process_vm_writev (UCX's cma),
      * which librma does not hold off while it copies the pages: such a write under way
      * would land in the old page (a receive into window memory lost bytes, 3 of 6 runs).
-     * Its default (UCX 1.13) reads from the receiver instead, which a move holds off. */
+     * Its default (UCX 1.13) reads from the receiver instead, which a move holds off.
+     * Only the environment is read: not a ucx.conf that sets them. */
     const char *rndv = rma_env.ucx_rndv, *proto = rma_env.ucx_proto;
-    if (why[0] == '\0' && rndv != NULL && strstr(rndv, "put") != NULL)
+    if (why[0] == '\0' && rndv != NULL && strcasestr(rndv, "put") != NULL)
         snprintf(why, sizeof(why),
                  "UCX_RNDV_SCHEME=%.64s: the MPI library's rendezvous may write window memory "
                  "from other processes (cross-memory attach), which a move cannot hold off "
                  "(RMA_MOVE_PINNED=1 moves it anyway)",
                  rndv);
-    else if (why[0] == '\0' && proto != NULL && (proto[0] == 'y' || proto[0] == '1'))
+    else if (why[0] == '\0' && proto != NULL &&
+             (strcasecmp(proto, "y") == 0 || strcasecmp(proto, "yes") == 0 ||
+              strcasecmp(proto, "on") == 0 || strcasecmp(proto, "true") == 0 ||
+              strcmp(proto, "1") == 0))
         snprintf(why, sizeof(why),
                  "UCX_PROTO_ENABLE=%.16s: the MPI library's rendezvous may choose to write "
                  "window memory from other processes (cross-memory attach), which a move "
@@ -1222,29 +1236,34 @@ void rma_memreg_writers_leave(rma_memreg_writers_t *w)
     pthread_mutex_unlock(&writers_lock);
 }
 
+static void writers_release(void);
+
 /* Before pages are protected (memreg_lock held): 0 once no peer's cross-memory write to
  * this process is in flight, through any window, new ones kept out until writers_release;
  * -EBUSY (nothing held) when one is still in flight after a second: a peer that died
- * writing never lowers its count, and the pages then stay where they are. Allocates
- * nothing; a waiting writer holds no lock of ours. */
-static void writers_release(void);
-
+ * writing never lowers its count, and the pages then stay where they are. Its own wait
+ * (spin, yield, short sleeps): not rma_backoff, whose sleeps call MPI, never made with
+ * librma's memory locks held. A waiting writer holds no lock of ours. */
 static int writers_hold(void)
 {
-    rma_backoff_t bo = RMA_BACKOFF_INIT;
-    struct timespec t0, now;
-    int rc = 0;
+    uint64_t t0 = rma_now_ns();
+    int rc = 0, turns = 0;
 
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     pthread_mutex_lock(&writers_lock);
     writers_held = 1;
     for (rma_memreg_writers_t *w = writers_list; w != NULL; w = w->next)
         atomic_store_explicit(w->moving, 1, memory_order_seq_cst);
     for (rma_memreg_writers_t *w = writers_list; w != NULL && rc == 0; w = w->next)
         while (rc == 0 && atomic_load_explicit(w->count, memory_order_seq_cst) != 0) {
-            rma_backoff(&bo);
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if (now.tv_sec - t0.tv_sec > 1)
+            if (++turns < 100) {
+                rma_cpu_relax();
+            } else if (turns < 1000) {
+                sched_yield();
+            } else {
+                struct timespec nap = {0, 50000};
+                nanosleep(&nap, NULL);
+            }
+            if (rma_now_ns() - t0 > 1000000000u)
                 rc = -EBUSY;
         }
     pthread_mutex_unlock(&writers_lock);
@@ -1397,9 +1416,14 @@ PAGES_UNCHECKED static int pages_unmove(uintptr_t lo, size_t len, int fd)
      * from the heap the range may hold. The range is registered only once the copy is
      * prepared: reading and populating run a third slower with it registered. */
     in = resident_new(len, &inlen);
-    tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                          -1, 0);
-    if (tmp == MAP_FAILED)
+    if (in == MAP_FAILED) { /* reading every page would allocate the segment's holes */
+        in = NULL;
+        rc = -ENOMEM;
+    }
+    tmp = rc != 0 ? MAP_FAILED
+                  : (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (rc == 0 && tmp == MAP_FAILED)
         rc = -ENOMEM;
     if (rc == 0 && in != NULL && syscall(SYS_mincore, lo, len, in) != 0)
         rc = -errno;
@@ -1542,7 +1566,8 @@ PAGES_UNCHECKED static int pages_unmove_block(uintptr_t lo, size_t len, const ch
         close(rr.fd);
         return -EOPNOTSUPP;
     }
-    in = resident_new(len, &inlen);
+    if ((in = resident_new(len, &inlen)) == MAP_FAILED)
+        in = NULL; /* every page is read */
     tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                           -1, 0);
     rc = tmp == MAP_FAILED ? -ENOMEM : 0;
