@@ -9,12 +9,12 @@
  * MPI_Finalize has begun (peers closing their endpoints) are ignored.
  *
  * Peers of this node are no transport's: UCX need not even run. Each window watches its
- * same-node peers' processes while it lives (rma_peer_watch_pid, a pidfd each, shared by
- * every window on that peer), and the same waits poll those pidfds, at most every 10 ms: a
- * peer of a live window never ends normally before MPI_Finalize (MPI_Win_free is
- * collective), and from MPI_Finalize on (where a peer may leave before this process has
- * passed the steps all ranks take) none is watched. Without pidfd_open (Linux before 5.3)
- * the process manager is what ends the job.
+ * same-node peers' processes while it lives (rma_peer_watch_pid: the one pidfd segment.c
+ * keeps per peer process, counted by every window on that peer), and the same waits poll
+ * those pidfds, at most every 10 ms: a peer of a live window never ends normally before
+ * MPI_Finalize (MPI_Win_free is collective), and from MPI_Finalize on (where a peer may
+ * leave before this process has passed the steps all ranks take) none is watched. Without
+ * pidfd_open (Linux before 5.3) the process manager is what ends the job.
  */
 #include "config.h"
 
@@ -27,13 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "windows/segment.h"
 
 static _Atomic int gone; /* world rank + 1 of the first peer reported gone; 0: none */
 static _Atomic int finalizing;
@@ -79,8 +76,8 @@ static void gone_end(int w)
     _exit(1); /* MPI_Abort does not return; this is in case the process manager is gone */
 }
 
-/* Same-node peer processes watched, each with its pidfd (locals_fd[i]) and the number of
- * live windows that watch it */
+/* Same-node peer processes watched, each with its pidfd (locals_fd[i], segment.c's, which
+ * it closes at MPI_Finalize) and the number of live windows that watch it */
 typedef struct local_peer {
     int pid, world, refs;
 } local_peer_t;
@@ -103,7 +100,7 @@ void rma_peer_watch_pid(int pid, int world_rank)
     if (i < nlocals) {
         locals[i].refs++;
     } else {
-        fd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1 (no pidfd_open): kept, not polled */
+        fd = rma_seg_pidfd(pid); /* -1 (no pidfd_open): kept, not polled */
         if (nlocals == locals_cap) {
             int cap = locals_cap ? 2 * locals_cap : 16;
             local_peer_t *l = realloc(locals, (size_t)cap * sizeof(*l));
@@ -119,9 +116,7 @@ void rma_peer_watch_pid(int pid, int world_rank)
             locals[nlocals] = (local_peer_t){pid, world_rank, 1};
             locals_fd[nlocals++] = (struct pollfd){fd, POLLIN, 0};
             atomic_store_explicit(&locals_any, 1, memory_order_release);
-        } else if (fd >= 0) {
-            close(fd); /* no memory: this peer is not watched */
-        }
+        } /* else no memory: this peer is not watched */
     }
     pthread_mutex_unlock(&locals_lock);
 }
@@ -132,8 +127,6 @@ void rma_peer_unwatch_pid(int pid)
     for (int i = 0; i < nlocals; i++) {
         if (locals[i].pid != pid || --locals[i].refs > 0)
             continue;
-        if (locals_fd[i].fd >= 0)
-            close(locals_fd[i].fd);
         locals[i] = locals[--nlocals];
         locals_fd[i] = locals_fd[nlocals];
         atomic_store_explicit(&locals_any, nlocals > 0, memory_order_release);
@@ -147,9 +140,6 @@ void rma_peer_unwatch_pid(int pid)
 void rma_peer_unwatch_all(void)
 {
     pthread_mutex_lock(&locals_lock);
-    for (int i = 0; i < nlocals; i++)
-        if (locals_fd[i].fd >= 0)
-            close(locals_fd[i].fd);
     nlocals = 0;
     atomic_store_explicit(&locals_any, 0, memory_order_release);
     pthread_mutex_unlock(&locals_lock);

@@ -130,6 +130,16 @@ static int pidfd_of(pid_t pid)
     return fd;
 }
 
+int rma_seg_pidfd(int pid)
+{
+    int fd;
+
+    pthread_mutex_lock(&seg_lock);
+    fd = pidfd_of(pid);
+    pthread_mutex_unlock(&seg_lock);
+    return fd;
+}
+
 /* Descriptor fd of process pid opened anew through /proc/<pid>/fd: the same file (a memfd,
  * a pipe), which needs the permission to read the process's state (ptrace read, less than
  * the attach that pidfd_getfd and CMA need). For kernels before 5.6 (no pidfd_getfd),

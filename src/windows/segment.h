@@ -43,6 +43,10 @@ void *rma_seg_place(size_t len, size_t align, size_t skew);
  * /proc/<pid>/fd (RMA_PIDFD=0, or pidfd_getfd missing or refused). -1 (errno set). */
 int rma_seg_getfd(int pid, int fd);
 
+/* A pidfd of process pid, opened on first use and kept until rma_seg_finalize (the
+ * caller never closes it): readable once the process has ended. -1 (errno set). */
+int rma_seg_pidfd(int pid);
+
 /* Unmaps a mapping made by rma_seg_create or rma_seg_attach. */
 void rma_seg_detach(void *addr, size_t len);
 
