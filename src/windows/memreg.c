@@ -653,7 +653,16 @@ static int vma_of_reg_rw(const vma_t *v, void *arg)
     return v->perms[0] == 'r' && v->perms[1] == 'w' && vma_of_reg(v, arg);
 }
 
-/* The flags of a VmFlags line of /proc/self/smaps that prot_restore gives back. */
+/* 1 when the VmFlags line of /proc/self/smaps holds the two-letter flag name. */
+static int vmflag(const char *line, const char name[3])
+{
+    for (const char *t = line + 8; (t = strstr(t, name)) != NULL; t++) /* after "VmFlags:" */
+        if (t[-1] == ' ' && (t[2] == ' ' || t[2] == '\n' || t[2] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* The flags of a VmFlags line that prot_restore gives back. */
 static int keep_flags(const char *line)
 {
     static const struct {
@@ -664,11 +673,9 @@ static int keep_flags(const char *line)
                 {"sr", KEEP_SEQ},      {"rr", KEEP_RAND}};
     int keep = 0;
 
-    for (const char *t = line + 8; *t != '\0'; t++) /* after "VmFlags:" */
-        for (size_t i = 0; t[0] != ' ' && i < sizeof(kept) / sizeof(kept[0]); i++)
-            if (t[0] == kept[i].name[0] && t[1] == kept[i].name[1] &&
-                (t == line + 8 || t[-1] == ' '))
-                keep |= kept[i].flag;
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+        if (vmflag(line, kept[i].name))
+            keep |= kept[i].flag;
     return keep;
 }
 
@@ -1134,13 +1141,11 @@ int rma_memreg_can_move(const char **why)
  * Such pages stay where they are (CMA reaches them). */
 static int vmflags_kept(const char *line)
 {
-    static const char *const lost[] = {" lo", " wf", " dc", " dd", " mg", " um", " uw"};
+    static const char lost[][3] = {"lo", "wf", "dc", "dd", "mg", "um", "uw"};
 
-    for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++) {
-        const char *p = strstr(line, lost[i]);
-        if (p != NULL && (p[3] == ' ' || p[3] == '\n' || p[3] == '\0'))
+    for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++)
+        if (vmflag(line, lost[i]))
             return 1;
-    }
     return 0;
 }
 
@@ -1164,8 +1169,7 @@ static int range_has_huge(uintptr_t lo, uintptr_t hi)
         } else if (in && sscanf(r.line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0) {
             huge = 1;
         } else if (in && strncmp(r.line, "VmFlags:", 8) == 0 &&
-                   (strstr(r.line, " hg") != NULL || strstr(r.line, " ht") != NULL ||
-                    vmflags_kept(r.line))) {
+                   (vmflag(r.line, "hg") || vmflag(r.line, "ht") || vmflags_kept(r.line))) {
             huge = 1;
         }
     }
@@ -1236,7 +1240,15 @@ void rma_memreg_writers_leave(rma_memreg_writers_t *w)
     pthread_mutex_unlock(&writers_lock);
 }
 
-static void writers_release(void);
+/* Lets peers' cross-memory writes in again (writers_hold). */
+static void writers_release(void)
+{
+    pthread_mutex_lock(&writers_lock);
+    writers_held = 0;
+    for (rma_memreg_writers_t *w = writers_list; w != NULL; w = w->next)
+        atomic_store_explicit(w->moving, 0, memory_order_release);
+    pthread_mutex_unlock(&writers_lock);
+}
 
 /* Before pages are protected (memreg_lock held): 0 once no peer's cross-memory write to
  * this process is in flight, through any window, new ones kept out until writers_release;
@@ -1270,15 +1282,6 @@ static int writers_hold(void)
     if (rc != 0)
         writers_release();
     return rc;
-}
-
-static void writers_release(void)
-{
-    pthread_mutex_lock(&writers_lock);
-    writers_held = 0;
-    for (rma_memreg_writers_t *w = writers_list; w != NULL; w = w->next)
-        atomic_store_explicit(w->moving, 0, memory_order_release);
-    pthread_mutex_unlock(&writers_lock);
 }
 
 /* Blocks every signal the calling thread may take into *old: from the moment pages of the
