@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* CPU_SETSIZE */
 #include "mpid/rma/env.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -41,8 +42,10 @@ static const char *const agent_names[] = {"block", "poll", "off"};
 
 static int env_initialized;
 
-/* name's value when it is an integer in [lo, hi]; dflt when it is not set, or (said once
- * on stderr) not valid. *set (when not NULL) tells whether the value was taken. */
+/* name's value when it is a decimal integer in [lo, hi]; dflt when it is not set, or (said
+ * once on stderr) not valid: not a number, anything after it, out of the range or of a
+ * long's. Decimal alone: strtol's base 0 would read "010" as 8. *set (when not NULL) tells
+ * whether the value was taken. */
 static long env_long_set(const char *name, long dflt, long lo, long hi, int *set)
 {
     const char *s = getenv(name);
@@ -53,8 +56,9 @@ static long env_long_set(const char *name, long dflt, long lo, long hi, int *set
         *set = 0;
     if (s == NULL || *s == '\0')
         return dflt;
-    v = strtol(s, &end, 0);
-    if (*end != '\0' || v < lo || v > hi) {
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
         fprintf(stderr, "librma: ignoring %s=%s (expected an integer in [%ld, %ld])\n", name, s, lo,
                 hi);
         return dflt;

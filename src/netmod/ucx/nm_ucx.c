@@ -523,14 +523,26 @@ static int ucx_am_reply(void *reply_ep, unsigned id, const void *hdr, size_t hle
 
 /* ------------------------------------------------------------------ start */
 
+/* The value librma's UCX takes for UCX_<name>: RMA_UCX_<name> when set, else UCX_<name>
+ * (ucp_config_read("RMA") reads them in that order), else NULL. */
+static const char *ucx_env(const char *name)
+{
+    char var[64];
+    const char *v;
+
+    snprintf(var, sizeof(var), "RMA_UCX_%s", name);
+    if ((v = getenv(var)) != NULL)
+        return v;
+    snprintf(var, sizeof(var), "UCX_%s", name);
+    return getenv(var);
+}
+
 /* 0 when the transports asked for (RMA_UCX_TLS, else UCX_TLS) leave tcp out: a setting
  * for tcp's interface would then be reported unused by UCX. */
 static int tls_may_include_tcp(void)
 {
-    const char *tls = getenv("RMA_UCX_TLS");
+    const char *tls = ucx_env("TLS");
 
-    if (tls == NULL)
-        tls = getenv("UCX_TLS");
     if (tls == NULL)
         return 1;
     if (tls[0] == '^') /* a list of transports left out */
@@ -625,9 +637,10 @@ static int ucx_start(const char **why)
      * atomics and by off-node ones with network atomics: the two must be atomic with
      * respect to each other, which UCX guarantees only in its "cpu" atomic mode (device
      * atomics of a NIC are atomic only among themselves). */
-    const char *am = getenv("UCX_ATOMIC_MODE");
-    *why = "UCX_ATOMIC_MODE is set to something other than cpu: network atomics would not be "
-           "atomic with the CPU atomics of processes on the target's node";
+    const char *am = ucx_env("ATOMIC_MODE"); /* UCX_ATOMIC_MODE may be meant for MPI alone */
+    *why = "(RMA_)UCX_ATOMIC_MODE is set to something other than cpu: network atomics would "
+           "not be atomic with the CPU atomics of processes on the target's node (set "
+           "RMA_UCX_ATOMIC_MODE=cpu to leave the MPI library's setting to it)";
     if (am != NULL && strcmp(am, "cpu") != 0)
         goto out;
     ucp_config_modify(cfg, "ATOMIC_MODE", "cpu");
@@ -635,13 +648,13 @@ static int ucx_start(const char **why)
      * receive buffer released in uct_tcp_ep_progress_am_rx once a put that had arrived in
      * pieces completes: PSCW over UCX_TLS=tcp died in 2 of 14 runs). Without it UCX sends
      * puts as active messages, which is also faster for the small writes of notifications;
-     * large pieces take librma's rendezvous anyway. UCX_TCP_PUT_ENABLE, when set, wins. */
-    if (getenv("UCX_TCP_PUT_ENABLE") == NULL && tls_may_include_tcp())
+     * large pieces take librma's rendezvous anyway. (RMA_)UCX_TCP_PUT_ENABLE, when set, wins. */
+    if (ucx_env("TCP_PUT_ENABLE") == NULL && tls_may_include_tcp())
         ucp_config_modify(cfg, "PUT_ENABLE", "n"); /* the tcp interface's key */
     /* a peer that dies is found by UCX's keepalive (shared-memory transports) or its
      * broken connection (tcp) and reported to ep_failed: within seconds, not UCX's default
      * 20 s. (RMA_)UCX_KEEPALIVE_INTERVAL, when set, wins. */
-    if (getenv("UCX_KEEPALIVE_INTERVAL") == NULL && getenv("RMA_UCX_KEEPALIVE_INTERVAL") == NULL)
+    if (ucx_env("KEEPALIVE_INTERVAL") == NULL)
         ucp_config_modify(cfg, "KEEPALIVE_INTERVAL", "1s");
     *why = "ucp_init failed (no usable transport?)";
     if (ucp_init(&params, cfg, &ux.ctx) != UCS_OK)
