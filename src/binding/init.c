@@ -1,6 +1,7 @@
 /*
- * init.c - process start and end (MPI_Init*, MPI_Finalize) and MPI_Alloc_mem/MPI_Free_mem,
- * whose memory librma makes shared so that windows on it get the direct path.
+ * init.c - process start and end (MPI_Init*, MPI_Finalize; MPI_Session_init/finalize) and
+ * MPI_Alloc_mem/MPI_Free_mem, whose memory librma makes shared so that windows on it get the
+ * direct path.
  */
 #include "config.h"
 
@@ -96,6 +97,32 @@ int MPI_Finalize(void)
     return rma_mpi.Finalize();
 }
 RMA_PMPI(Finalize);
+
+#if MPI_VERSION >= 4
+/* A program of MPI sessions: MPI is up while a session is open, for the waits' turn at
+ * MPICH's progress (idle.c). What MPI_Finalize ends is left to the process's exit there. */
+int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+{
+    int rc = rma_mpi.Session_init(info, errhandler, session);
+
+    if (rc == MPI_SUCCESS)
+        rma_wait_sessions(1);
+    return rc;
+}
+RMA_PMPI(Session_init);
+
+int MPI_Session_finalize(MPI_Session *session)
+{
+    int rc;
+
+    rma_wait_sessions(-1); /* no wait may test a request once the session is gone */
+    rc = rma_mpi.Session_finalize(session);
+    if (rc != MPI_SUCCESS)
+        rma_wait_sessions(1); /* still open */
+    return rc;
+}
+RMA_PMPI(Session_finalize);
+#endif
 
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {

@@ -4,7 +4,7 @@
  * librma answers both names of every call it implements, MPI_x and PMPI_x (RMA_PMPI in
  * binding.h): MPICH's Fortran 2008 bindings call PMPI_x directly, and so does a profiling
  * tool layered above librma. Where librma only wraps a call (MPI_Init, MPI_Finalize,
- * MPI_Barrier, error handlers, MPI_Request_get_status), its PMPI_x is librma's too, so the
+ * MPI_Session_init/finalize, MPI_Barrier, error handlers, MPI_Request_get_status), its PMPI_x is librma's too, so the
  * MPI library's own definition is reached through this table, looked up past librma in the
  * link order.
  * MPICH's Fortran bindings also reach a window's attributes through MPICH-internal calls
@@ -35,6 +35,10 @@ typedef struct rma_mpi_next {
     __typeof__(PMPI_Errhandler_free) *Errhandler_free;
     __typeof__(PMPI_Error_string) *Error_string;
     __typeof__(PMPI_Request_get_status) *Request_get_status;
+#if MPI_VERSION >= 4
+    __typeof__(PMPI_Session_init) *Session_init;
+    __typeof__(PMPI_Session_finalize) *Session_finalize;
+#endif
     /* MPICH-internal; NULL in an MPI library without them */
     int (*Win_get_attr)(MPI_Win win, int keyval, void *value, int *flag, int kind);
     int (*Win_set_attr)(MPI_Win win, int keyval, void *value, int kind);

@@ -46,10 +46,12 @@ void rma_peer_fail_ignore(void);
 /* A sleeping wait's turn at what lies outside librma (idle.c): rma_peer_poll, and the MPI
  * library's own progress (MPI's progress rule: a peer may wait in MPI_Recv for this rank's
  * send). Nothing in a thread that called rma_wait_no_mpi (the progress agent), nor while
- * rma_wait_mpi_up says MPI's world is not up. */
+ * rma_wait_mpi_up says MPI's world is not up and no session is open (rma_wait_sessions:
+ * +1 at MPI_Session_init, -1 at MPI_Session_finalize). */
 void rma_wait_idle(void);
 void rma_wait_no_mpi(void);
 void rma_wait_mpi_up(int up);
+void rma_wait_sessions(int delta);
 /* A live window's same-node peer process (world rank), watched until as many unwatches */
 void rma_peer_watch_pid(int pid, int world_rank);
 void rma_peer_unwatch_pid(int pid);
