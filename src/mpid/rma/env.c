@@ -1,5 +1,5 @@
 /*
- * env.c - the one place where librma reads environment variables.
+ * env.c - where librma reads its own environment variables (those of its UCX: nm_ucx.c).
  */
 #define _GNU_SOURCE /* CPU_SETSIZE */
 #include "mpid/rma/env.h"

@@ -1,6 +1,6 @@
 /*
- * env.h - librma's tunables. Every environment variable librma reads is read in env.c,
- * documented in doc/tuning.md and printed by rma_info.
+ * env.h - librma's tunables, read in env.c, documented in doc/tuning.md and printed by
+ * rma_info (the variables of librma's UCX are read where it starts: nm_ucx.c).
  */
 #ifndef RMA_ENV_H
 #define RMA_ENV_H
