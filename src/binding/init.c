@@ -43,6 +43,7 @@ int MPI_Init(int *argc, char ***argv)
 {
     int rc = rma_mpi.Init(argc, argv);
     if (rc == MPI_SUCCESS) {
+        rma_quiet_open(MPI_SESSION_NULL); /* before the accumulate probe, which asks on it */
         rma_init_once();
         rma_locality_init();
         rma_barrier_init();
@@ -56,6 +57,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = rma_mpi.Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) {
+        rma_quiet_open(MPI_SESSION_NULL); /* before the accumulate probe, which asks on it */
         rma_init_once();
         rma_locality_init();
         rma_barrier_init();
@@ -94,19 +96,21 @@ int MPI_Finalize(void)
     rma_seg_finalize();
     rma_memreg_finalize();
     rma_win_finalize();
+    rma_quiet_close(MPI_SESSION_NULL);
     return rma_mpi.Finalize();
 }
 RMA_PMPI(Finalize);
 
-#if MPI_VERSION >= 4
 /* A program of MPI sessions: MPI is up while a session is open, for the waits' turn at
  * MPICH's progress (idle.c). What MPI_Finalize ends is left to the process's exit there. */
 int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
 {
     int rc = rma_mpi.Session_init(info, errhandler, session);
 
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
+        rma_quiet_open(*session); /* the first session's, unless MPI_Init's is open */
         rma_wait_sessions(1);
+    }
     return rc;
 }
 RMA_PMPI(Session_init);
@@ -116,13 +120,13 @@ int MPI_Session_finalize(MPI_Session *session)
     int rc;
 
     rma_wait_sessions(-1); /* no wait may test a request once the session is gone */
+    rma_quiet_close(*session);
     rc = rma_mpi.Session_finalize(session);
     if (rc != MPI_SUCCESS)
         rma_wait_sessions(1); /* still open */
     return rc;
 }
 RMA_PMPI(Session_finalize);
-#endif
 
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {

@@ -37,10 +37,8 @@ __attribute__((constructor)) static void next_resolve(void)
     found &= NEXT_PMPI(Errhandler_free) != NULL;
     found &= NEXT_PMPI(Error_string) != NULL;
     found &= NEXT_PMPI(Request_get_status) != NULL;
-#if MPI_VERSION >= 4
     found &= NEXT_PMPI(Session_init) != NULL;
     found &= NEXT_PMPI(Session_finalize) != NULL;
-#endif
     if (!found) { /* every call of MPI_Init would come back to librma */
         fprintf(stderr, "librma: the MPI library's PMPI_Init, PMPI_Finalize, ... are not found "
                         "past librma: the MPI library comes first in this program's link order "

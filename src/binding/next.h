@@ -35,10 +35,8 @@ typedef struct rma_mpi_next {
     __typeof__(PMPI_Errhandler_free) *Errhandler_free;
     __typeof__(PMPI_Error_string) *Error_string;
     __typeof__(PMPI_Request_get_status) *Request_get_status;
-#if MPI_VERSION >= 4
     __typeof__(PMPI_Session_init) *Session_init;
     __typeof__(PMPI_Session_finalize) *Session_finalize;
-#endif
     /* MPICH-internal; NULL in an MPI library without them */
     int (*Win_get_attr)(MPI_Win win, int keyval, void *value, int *flag, int kind);
     int (*Win_set_attr)(MPI_Win win, int keyval, void *value, int kind);

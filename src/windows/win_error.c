@@ -215,6 +215,53 @@ int rma_err_string(int code, char *out, int *len)
 
 static __thread MPI_Comm err_comm = MPI_COMM_NULL; /* rma_err_comm_set */
 
+static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Comm quiet = MPI_COMM_NULL;
+static MPI_Session quiet_session = MPI_SESSION_NULL; /* where it came from */
+
+void rma_quiet_open(MPI_Session session)
+{
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Group self;
+
+    pthread_mutex_lock(&quiet_lock);
+    if (quiet != MPI_COMM_NULL) {
+        pthread_mutex_unlock(&quiet_lock);
+        return;
+    }
+    if (session == MPI_SESSION_NULL) {
+        if (PMPI_Comm_dup(MPI_COMM_SELF, &comm) == MPI_SUCCESS &&
+            PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN) != MPI_SUCCESS)
+            PMPI_Comm_free(&comm);
+    } else if (PMPI_Group_from_session_pset(session, "mpi://SELF", &self) == MPI_SUCCESS) {
+        if (PMPI_Comm_create_from_group(self, "org.librma.quiet", MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                        &comm) != MPI_SUCCESS)
+            comm = MPI_COMM_NULL;
+        PMPI_Group_free(&self);
+    }
+    quiet = comm;
+    quiet_session = session;
+    pthread_mutex_unlock(&quiet_lock);
+}
+
+void rma_quiet_close(MPI_Session session)
+{
+    pthread_mutex_lock(&quiet_lock);
+    if (quiet != MPI_COMM_NULL && quiet_session == session)
+        PMPI_Comm_free(&quiet);
+    pthread_mutex_unlock(&quiet_lock);
+}
+
+MPI_Comm rma_quiet_comm(void)
+{
+    MPI_Comm comm;
+
+    pthread_mutex_lock(&quiet_lock);
+    comm = quiet;
+    pthread_mutex_unlock(&quiet_lock);
+    return comm;
+}
+
 const char *rma_err_cma_hint(int err, int local)
 {
     if (!local || err != EPERM)

@@ -39,6 +39,19 @@ const char *rma_err_fd_hint(int err);
  * MPI_MAX_ERROR_STRING bytes with the NUL) and returns 1; 0 when the code is not librma's. */
 int rma_err_string(int code, char *out, int *len);
 
+/* A communicator of this process alone whose errors return (MPI_ERRORS_RETURN), through
+ * which librma asks the MPI library questions an error may answer (is this type
+ * committed, does this op apply to that type) without touching MPI_COMM_SELF's or
+ * MPI_COMM_WORLD's handler: those are the program's (in MPICH a communicator without a
+ * handler of its own follows MPI_COMM_WORLD's, so a handler swapped and set back stays set
+ * for good), and MPI_COMM_SELF does not exist in a program of sessions alone. Opened at
+ * MPI_Init (session: MPI_SESSION_NULL; a duplicate of MPI_COMM_SELF) or at the first
+ * MPI_Session_init (from that session's "mpi://SELF"), closed at MPI_Finalize or at the
+ * finalize of the session it came from. MPI_COMM_NULL while there is none. */
+void rma_quiet_open(MPI_Session session);
+void rma_quiet_close(MPI_Session session);
+MPI_Comm rma_quiet_comm(void);
+
 /* User error handler registry: MPI_Win_create_errhandler keeps the function here. */
 int rma_errh_register(MPI_Errhandler eh, MPI_Win_errhandler_function *fn);
 /* 1 if eh may be set on a window (predefined or created by MPI_Win_create_errhandler). */

@@ -4,7 +4,9 @@
  * set. For every flavor (the shared one when the ranks share a node):
  *
  *   ring   a fence epoch of puts to the next rank and gets from the previous one, checked
- *          at the target and at the origin
+ *          at the target and at the origin, and an accumulate of a derived type (librma
+ *          asked MPI_COMM_SELF whether it was committed, which a program of sessions does
+ *          not have: the job aborted)
  *   count  a lock_all epoch in which every rank adds 1 to rank 0's counter with
  *          MPI_Fetch_and_op: the count and the fetched values are exact
  *   pscw   rank r exposes to r - 1 and accesses r + 1, each put checked
@@ -25,11 +27,11 @@ static int nprocs;
 static MPI_Win open_win(int flavor, MPI_Comm wcomm, int **mem)
 {
     MPI_Win win;
-    MPI_Aint bytes = 4 * sizeof(int);
+    MPI_Aint bytes = 8 * sizeof(int);
 
     switch (flavor) {
     case RT_CREATE:
-        *mem = calloc(4, sizeof(int));
+        *mem = calloc(8, sizeof(int));
         MPI_OK(MPI_Win_create(*mem, bytes, sizeof(int), MPI_INFO_NULL, wcomm, &win));
         break;
     case RT_ALLOCATE:
@@ -39,7 +41,7 @@ static MPI_Win open_win(int flavor, MPI_Comm wcomm, int **mem)
         MPI_OK(MPI_Win_allocate_shared(bytes, sizeof(int), MPI_INFO_NULL, wcomm, mem, &win));
         break;
     default: /* dynamic: every rank's region at displacement 0 (MPI_BOTTOM + its address) */
-        *mem = calloc(4, sizeof(int));
+        *mem = calloc(8, sizeof(int));
         MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, wcomm, &win));
         MPI_OK(MPI_Win_attach(win, *mem, bytes));
         break;
@@ -69,15 +71,24 @@ static MPI_Aint at(int flavor, int t, int i)
 static void ring(int flavor, MPI_Win win, int *mem)
 {
     int next = (rt_rank + 1) % nprocs, prev = (rt_rank + nprocs - 1) % nprocs;
-    int val = 1000 + rt_rank, got = -1;
+    int val = 1000 + rt_rank, got = -1, two[2] = {4000 + rt_rank, 4000 + rt_rank};
+    MPI_Datatype every_other;
 
+    MPI_Type_vector(2, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
     mem[1] = 2000 + rt_rank;
     MPI_OK(MPI_Win_fence(0, win));
     MPI_OK(MPI_Put(&val, 1, MPI_INT, next, at(flavor, next, 0), 1, MPI_INT, win));
     MPI_OK(MPI_Get(&got, 1, MPI_INT, prev, at(flavor, prev, 1), 1, MPI_INT, win));
+    MPI_OK(
+        MPI_Accumulate(two, 2, MPI_INT, next, at(flavor, next, 4), 1, every_other, MPI_SUM, win));
     MPI_OK(MPI_Win_fence(0, win));
     CHECK(mem[0] == 1000 + prev, "ring: put from rank %d read %d", prev, mem[0]);
     CHECK(got == 2000 + prev, "ring: get from rank %d read %d", prev, got);
+    for (int i = 4; i < 8; i++)
+        CHECK(mem[i] == (i % 2 == 0 ? 4000 + prev : 0), "ring: accumulate of rank %d: int %d is %d",
+              prev, i, mem[i]);
+    MPI_Type_free(&every_other);
 }
 
 static void count(int flavor, MPI_Win win, int *mem)

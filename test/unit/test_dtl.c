@@ -183,6 +183,14 @@ static void check_mixed(const char *name, MPI_Datatype td, int count_d, MPI_Data
     free(src.mem);
 }
 
+/* what librma's windows/win_error.c provides: this process alone, errors returned */
+static MPI_Comm quiet = MPI_COMM_NULL;
+
+MPI_Comm rma_quiet_comm(void)
+{
+    return quiet;
+}
+
 static MPI_Datatype commit(MPI_Datatype t)
 {
     PMPI_Type_commit(&t);
@@ -195,6 +203,15 @@ int main(int argc, char **argv)
     PMPI_Init(&argc, &argv);
     const rma_dtl_t *d, *d2;
     MPI_Datatype t;
+
+    PMPI_Comm_dup(MPI_COMM_SELF, &quiet);
+    PMPI_Comm_set_errhandler(quiet, MPI_ERRORS_RETURN);
+    /* a derived type is used only once committed (asked on the quiet communicator) */
+    PMPI_Type_vector(3, 1, 2, MPI_INT, &t);
+    check(rma_dtl_get(t, &d) != MPI_SUCCESS, "refused before MPI_Type_commit", "uncommitted");
+    PMPI_Type_commit(&t);
+    check(rma_dtl_get(t, &d) == MPI_SUCCESS, "taken after MPI_Type_commit", "uncommitted");
+    PMPI_Type_free(&t);
 
     /* predefined */
     check_type("MPI_INT x1", MPI_INT, 1);
@@ -498,6 +515,7 @@ int main(int argc, char **argv)
     PMPI_Type_free(&vs);
     PMPI_Type_free(&st);
     rma_dtl_finalize();
+    PMPI_Comm_free(&quiet);
     PMPI_Finalize();
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;

@@ -146,9 +146,11 @@ static int ops_broken(MPI_Datatype type, int cls, int op)
            !(c_type && op == RMA_OP_LXOR);
 }
 
-/* Which of the twelve computing ops the host's MPI_Reduce_local accepts on `type` (a count
- * of 0 runs its op/type check and computes nothing), less the broken ones above. */
-static uint16_t ops_probe_type(MPI_Datatype type, int cls)
+/* Which of the twelve computing ops the host's reductions accept on `type`, less the broken
+ * ones above: an MPI_Allreduce of count 0 on the quiet communicator runs its op/type check
+ * (MPI_Reduce_local's) and computes nothing, and a refusal returns there instead of going
+ * to MPI_COMM_WORLD's handler as MPI_Reduce_local's does. */
+static uint16_t ops_probe_type(MPI_Comm quiet, MPI_Datatype type, int cls)
 {
     uint16_t ops =
         rma_acc_class_ops[cls] & (uint16_t)((1u << RMA_OP_REPLACE) | (1u << RMA_OP_NO_OP));
@@ -159,36 +161,30 @@ static uint16_t ops_probe_type(MPI_Datatype type, int cls)
     for (int op = 0; op < RMA_OP_REPLACE; op++) {
         if (ops_broken(type, cls, op))
             continue;
-        if (PMPI_Reduce_local(a, b, 0, type, (MPI_Op)((unsigned)MPI_MAX + (unsigned)op)) ==
+        if (PMPI_Allreduce(a, b, 0, type, (MPI_Op)((unsigned)MPI_MAX + (unsigned)op), quiet) ==
             MPI_SUCCESS)
             ops |= (uint16_t)(1u << op);
     }
     return ops;
 }
 
+/* No handler of the program's is touched (win_error.h rma_quiet_comm). */
 static void ops_probe_body(void)
 {
-    MPI_Errhandler world, self;
-    int init = 0, fini = 0;
+    MPI_Comm quiet = rma_quiet_comm();
 
     ops_from_classes();
-    if (PMPI_Initialized(&init) != MPI_SUCCESS || !init || PMPI_Finalized(&fini) != MPI_SUCCESS ||
-        fini)
+    if (quiet == MPI_COMM_NULL)
         return;
-    PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &world);
-    PMPI_Comm_get_errhandler(MPI_COMM_SELF, &self);
-    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    PMPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     for (unsigned i = 0; i < 256; i++)
         if (rma_acc_types[i].handle != 0)
-            rma_acc_type_ops[i] = ops_probe_type(rma_acc_types[i].handle, rma_acc_types[i].cls);
+            rma_acc_type_ops[i] =
+                ops_probe_type(quiet, rma_acc_types[i].handle, rma_acc_types[i].cls);
     for (unsigned i = 0; i < sizeof(pair_ops) / sizeof(pair_ops[0]); i++)
-        pair_ops[i] = ops_probe_type((MPI_Datatype)((unsigned)MPI_FLOAT_INT + i), RMA_AC_PAIR);
-    rma_acc_locked_probe();
-    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, world);
-    PMPI_Comm_set_errhandler(MPI_COMM_SELF, self);
-    PMPI_Errhandler_free(&world);
-    PMPI_Errhandler_free(&self);
+        pair_ops[i] =
+            ops_probe_type(quiet, (MPI_Datatype)((unsigned)MPI_FLOAT_INT + i), RMA_AC_PAIR);
+    if (rma_acc_op_allowed(MPI_LOGICAL, RMA_OP_LAND)) /* else nothing to learn, and an error */
+        rma_acc_locked_probe();
 }
 
 void rma_acc_ops_probe(void)

@@ -765,26 +765,19 @@ free_layout:
 
 /* A derived type may be used once committed; predefined ones (F90 included) always. MPI has
  * no query for "committed", so ask the host library: MPICH's MPI_Pack_size refuses an
- * uncommitted type. Only types without a cached layout get here, so the cost (an error
- * handler swap on MPI_COMM_SELF) is paid once per committed type. */
+ * uncommitted type, on librma's quiet communicator (win_error.h). Only types without a
+ * cached layout get here: once per committed type. Without that communicator (a second
+ * session's program after the first session ended) a type is taken as committed. */
 static int type_is_committed(MPI_Datatype type)
 {
-    int comb, size, rc;
-    MPI_Errhandler eh;
+    MPI_Comm quiet = rma_quiet_comm();
+    int comb, size;
 
     if (rma_dtl_combiner(type, &comb) != MPI_SUCCESS)
         return 0;
-    if (rma_dtl_comb_predefined(comb))
+    if (rma_dtl_comb_predefined(comb) || quiet == MPI_COMM_NULL)
         return 1;
-    pthread_mutex_lock(&dtl_lock);
-    PMPI_Comm_get_errhandler(MPI_COMM_SELF, &eh);
-    PMPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    rc = PMPI_Pack_size(1, type, MPI_COMM_SELF, &size);
-    PMPI_Comm_set_errhandler(MPI_COMM_SELF, eh);
-    if (eh != MPI_ERRORS_RETURN && eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT)
-        PMPI_Errhandler_free(&eh);
-    pthread_mutex_unlock(&dtl_lock);
-    return rc == MPI_SUCCESS;
+    return PMPI_Pack_size(1, type, quiet, &size) == MPI_SUCCESS;
 }
 
 int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p)

@@ -66,6 +66,10 @@ extern rma_dtl_t rma_dtl_builtin_table_[256];
  * still be walking layouts in another thread (rma.h, the agent's copies), to wait for it. */
 extern void (*_Atomic rma_dtl_before_free)(void);
 
+/* librma's quiet communicator (windows/win_error.h), on which the layout engine asks the
+ * MPI library whether a derived type is committed; MPI_COMM_NULL: do not ask. */
+MPI_Comm rma_quiet_comm(void);
+
 /* Out-of-line part of rma_dtl_get: fills static entries, builds or finds derived layouts. */
 int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p);
 
