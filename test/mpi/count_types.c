@@ -7,9 +7,15 @@
  * neighbour's window with the type as target type, gets the same elements back, and
  * accumulates into them; then puts with the type as origin type. Every result is compared
  * with what MPICH's own MPI_Pack and MPI_Unpack make of the same type.
+ *
+ * past_int: types whose counts, strides, displacements or sizes pass INT_MAX (what only
+ * the _c constructors can say) but which hold a few bytes, put into a window of 2 GiB +
+ * 4 KiB (memory never touched costs nothing): librma read them back into the classic
+ * constructor's int arguments and refused them with MPI_ERR_TYPE.
  */
 #include "rmatest.h"
 
+#include <limits.h>
 #include <stdint.h>
 
 #define WIN_INTS 4096
@@ -139,6 +145,56 @@ static void one_type(const ctype_t *ct, int *mem, MPI_Win win, int right, int le
     free(got);
 }
 
+#define BIG ((MPI_Count)INT_MAX + 1) /* 2^31 */
+
+static void past_int(int right, int left)
+{
+    MPI_Aint bytes = (MPI_Aint)BIG + 4096;
+    MPI_Count blens[2] = {4, 4}, disps[2] = {0, BIG + 3}, size = BIG + 16, sub = 8, start = BIG;
+    struct {
+        const char *name;
+        MPI_Datatype t;
+        MPI_Aint at[2]; /* where its two runs of bytes lie */
+        int len[2];
+    } ts[3] = {{"vector_c(2, 8, 2^31 + 8)", 0, {0, (MPI_Aint)BIG + 8}, {8, 8}},
+               {"indexed_c(2, {4, 4}, {0, 2^31 + 3})", 0, {0, (MPI_Aint)BIG + 3}, {4, 4}},
+               {"subarray_c({2^31 + 16}, {8}, {2^31})", 0, {(MPI_Aint)BIG, 0}, {8, 0}}};
+    unsigned char src[16], *mem;
+    MPI_Win win;
+
+    MPI_Type_vector_c(2, 8, BIG + 8, MPI_CHAR, &ts[0].t);
+    MPI_Type_indexed_c(2, blens, disps, MPI_CHAR, &ts[1].t);
+    MPI_Type_create_subarray_c(1, &size, &sub, &start, MPI_ORDER_C, MPI_CHAR, &ts[2].t);
+    MPI_OK(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    for (int k = 0; k < 3; k++) {
+        int n = ts[k].len[0] + ts[k].len[1], bad = 0;
+
+        MPI_Type_commit(&ts[k].t);
+        for (int i = 0; i < 16; i++)
+            src[i] = (unsigned char)(100 + 16 * k + i + rt_rank);
+        for (int r = 0; r < 2; r++) /* the runs and a byte either side of each */
+            if (ts[k].len[r] > 0)
+                memset(mem + ts[k].at[r] - (ts[k].at[r] > 0), 0, (size_t)ts[k].len[r] + 2);
+        MPI_OK(MPI_Win_fence(0, win));
+        MPI_OK(MPI_Put(src, n, MPI_CHAR, right, 0, 1, ts[k].t, win));
+        MPI_OK(MPI_Win_fence(0, win));
+        for (int r = 0, i = 0; r < 2; r++) {
+            unsigned char *p = mem + ts[k].at[r];
+
+            if (ts[k].len[r] == 0)
+                continue;
+            bad += ts[k].at[r] > 0 && p[-1] != 0;
+            bad += p[ts[k].len[r]] != 0;
+            for (int j = 0; j < ts[k].len[r]; j++, i++)
+                bad += p[j] != (unsigned char)(100 + 16 * k + i + left);
+        }
+        CHECK(bad == 0, "%s: %d bytes wrong at the target", ts[k].name, bad);
+        MPI_Type_free(&ts[k].t);
+    }
+    MPI_OK(MPI_Win_free(&win));
+}
+
 int main(int argc, char **argv)
 {
     ctype_t ts[16];
@@ -156,5 +212,6 @@ int main(int argc, char **argv)
         MPI_Type_free(&ts[i].t);
     }
     MPI_OK(MPI_Win_free(&win));
+    past_int((rt_rank + 1) % np, (rt_rank + np - 1) % np);
     return rt_finish("count_types");
 }

@@ -338,11 +338,11 @@ static int build_old(builder_t *b, MPI_Datatype t, dtl_item_t *it, MPI_Aint *ext
     return rc;
 }
 
-static dtl_item_t build_subarray(builder_t *b, const int *ints, dtl_item_t it, MPI_Aint ext)
+static dtl_item_t build_subarray(builder_t *b, const MPI_Aint *iv, dtl_item_t it, MPI_Aint ext)
 {
-    int nd = ints[0];
-    const int *sizes = ints + 1, *subsizes = ints + 1 + nd, *starts = ints + 1 + 2 * nd;
-    int order = ints[1 + 3 * nd];
+    int nd = (int)iv[0];
+    const MPI_Aint *sizes = iv + 1, *subsizes = iv + 1 + nd, *starts = iv + 1 + 2 * nd;
+    int order = (int)iv[1 + 3 * nd];
     MPI_Aint mult = ext;
     for (int k = 0; k < nd; k++) {
         int d = order == MPI_ORDER_C ? nd - 1 - k : k;
@@ -353,8 +353,8 @@ static dtl_item_t build_subarray(builder_t *b, const int *ints, dtl_item_t it, M
 }
 
 /* the indices of one dimension a process owns, as repeats of `it` (one index = mult bytes) */
-static dtl_item_t darray_dim(builder_t *b, dtl_item_t it, MPI_Aint mult, int gsize, int distrib,
-                             int darg, int psize, int coord)
+static dtl_item_t darray_dim(builder_t *b, dtl_item_t it, MPI_Aint mult, MPI_Aint gsize,
+                             int distrib, int darg, int psize, int coord)
 {
     MPI_Aint n = gsize, p = psize, c = coord;
     if (distrib == MPI_DISTRIBUTE_NONE)
@@ -383,22 +383,23 @@ static dtl_item_t darray_dim(builder_t *b, dtl_item_t it, MPI_Aint mult, int gsi
     return item_seq(b, parts, 2);
 }
 
-static dtl_item_t build_darray(builder_t *b, const int *ints, dtl_item_t it, MPI_Aint ext)
+static dtl_item_t build_darray(builder_t *b, const MPI_Aint *iv, dtl_item_t it, MPI_Aint ext)
 {
-    int rank = ints[1], nd = ints[2];
-    const int *gsizes = ints + 3, *distribs = ints + 3 + nd, *dargs = ints + 3 + 2 * nd;
-    const int *psizes = ints + 3 + 3 * nd;
-    int order = ints[3 + 4 * nd];
+    int rank = (int)iv[1], nd = (int)iv[2];
+    const MPI_Aint *gsizes = iv + 3, *distribs = iv + 3 + nd, *dargs = iv + 3 + 2 * nd;
+    const MPI_Aint *psizes = iv + 3 + 3 * nd;
+    int order = (int)iv[3 + 4 * nd];
     int coords[nd > 0 ? nd : 1];
     int r = rank;
     for (int d = nd - 1; d >= 0; d--) { /* process grid is row-major whatever the order */
-        coords[d] = r % psizes[d];
-        r /= psizes[d];
+        coords[d] = r % (int)psizes[d];
+        r /= (int)psizes[d];
     }
     MPI_Aint mult = ext;
     for (int k = 0; k < nd; k++) {
         int d = order == MPI_ORDER_C ? nd - 1 - k : k;
-        it = darray_dim(b, it, mult, gsizes[d], distribs[d], dargs[d], psizes[d], coords[d]);
+        it = darray_dim(b, it, mult, gsizes[d], (int)distribs[d], (int)dargs[d], (int)psizes[d],
+                        coords[d]);
         mult = dtl_mul(b, mult, gsizes[d]);
     }
     return it;
@@ -406,9 +407,10 @@ static dtl_item_t build_darray(builder_t *b, const int *ints, dtl_item_t it, MPI
 
 /* (h)indexed(_block) and struct: items[i] = blens[i] old elements at disps[i] bytes */
 /* types NULL: every block is of the old type already built (*out, *basic_p, extent old_ext) */
-static int build_blocks(builder_t *b, int count, const int *blens, int blen_all, const int *idisps,
-                        const MPI_Aint *adisps, MPI_Aint unit, const MPI_Datatype *types,
-                        MPI_Aint old_ext, dtl_item_t *out, MPI_Datatype *basic_p)
+static int build_blocks(builder_t *b, int count, const MPI_Aint *blens, MPI_Aint blen_all,
+                        const MPI_Aint *idisps, const MPI_Aint *adisps, MPI_Aint unit,
+                        const MPI_Datatype *types, MPI_Aint old_ext, dtl_item_t *out,
+                        MPI_Datatype *basic_p)
 {
     int rc = MPI_SUCCESS;
     dtl_item_t *items = calloc((size_t)(count > 0 ? count : 1), sizeof(*items));
@@ -438,14 +440,14 @@ free_items:
 }
 
 /* A type an MPI-4 large-count constructor (_c) made keeps its counts, block lengths, strides
- * and displacements apart, in lc (subarray and darray keep their other arguments in ints);
- * they are put back here into the classic constructor's ints and addrs (room for ni + nc
- * and nc), so one builder serves both. MPI_ERR_TYPE when a value the classic constructor
- * takes as an int does not fit one. */
-static int contents_classic(int comb, int *ni_p, int *ints, int *na_p, MPI_Aint *addrs,
+ * and displacements apart, in lc (subarray and darray keep their other arguments in the
+ * integers); they are put back here where the classic constructor has them, in its
+ * integers iv (held as MPI_Aint: room for ni + nc) and addrs (room for nc), so one builder
+ * serves both, whatever their size (a count past INT_MAX included). */
+static int contents_classic(int comb, int *ni_p, MPI_Aint *iv, int *na_p, MPI_Aint *addrs,
                             const MPI_Count *lc, int nc)
 {
-    int ni = *ni_p, na = 0, nd = ni > 0 ? ints[0] : 0, nint = nc, lo = 0, fit = 1;
+    int ni = *ni_p, na = 0, nd = ni > 0 ? (int)iv[0] : 0, nint = nc, lo = 0;
 
     switch (comb) { /* lc[lo, nint) go to ints, lc[nint, nc) to addrs (as bytes) */
     case MPI_COMBINER_HVECTOR: nint = 2; break;
@@ -456,29 +458,27 @@ static int contents_classic(int comb, int *ni_p, int *ints, int *na_p, MPI_Aint 
     case MPI_COMBINER_SUBARRAY: /* ints: ndims, order; lc: sizes, subsizes, starts */
         if (ni != 2 || nc != 3 * nd)
             return MPI_ERR_TYPE;
-        ints[1 + nc] = ints[1];
+        iv[1 + nc] = iv[1];
         lo = 1;
         break;
     case MPI_COMBINER_DARRAY: /* ints: size, rank, ndims, 3 x ndims, order; lc: gsizes */
-        nd = ni > 2 ? ints[2] : -1;
+        nd = ni > 2 ? (int)iv[2] : -1;
         if (ni != 4 + 3 * nd || nc != nd)
             return MPI_ERR_TYPE;
-        memmove(ints + 3 + nc, ints + 3, (size_t)(ni - 3) * sizeof(int));
+        memmove(iv + 3 + nc, iv + 3, (size_t)(ni - 3) * sizeof(*iv));
         lo = 3;
         break;
     default: break;
     }
     if (nint < 0 || nint > nc)
         return MPI_ERR_TYPE;
-    for (int i = 0; i < nint; i++) {
-        fit &= lc[i] >= INT_MIN && lc[i] <= INT_MAX;
-        ints[lo + i] = (int)lc[i];
-    }
+    for (int i = 0; i < nint; i++)
+        iv[lo + i] = (MPI_Aint)lc[i];
     for (int i = nint; i < nc; i++)
         addrs[na++] = (MPI_Aint)lc[i];
     *ni_p = comb == MPI_COMBINER_SUBARRAY || comb == MPI_COMBINER_DARRAY ? ni + nc : nint;
     *na_p = na;
-    return fit ? MPI_SUCCESS : MPI_ERR_TYPE;
+    return MPI_SUCCESS;
 }
 
 static int build_contents(builder_t *b, MPI_Datatype t, int comb, MPI_Count cni, MPI_Count cna,
@@ -486,7 +486,7 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, MPI_Count cni,
 {
     int rc = MPI_SUCCESS, ni, na, nc, nt;
     int *ints = NULL;
-    MPI_Aint *addrs = NULL;
+    MPI_Aint *iv = NULL, *addrs = NULL;
     MPI_Count *lc = NULL;
     MPI_Datatype *types = NULL;
 
@@ -494,11 +494,12 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, MPI_Count cni,
         cnt > INT_MAX)
         return MPI_ERR_TYPE;
     ni = (int)cni, na = (int)cna, nc = (int)cnc, nt = (int)cnt;
-    ints = malloc((size_t)(ni + nc > 0 ? ni + nc : 1) * sizeof(int));
+    ints = malloc((size_t)(ni > 0 ? ni : 1) * sizeof(int));
+    iv = malloc((size_t)(ni + nc > 0 ? ni + nc : 1) * sizeof(MPI_Aint));
     addrs = malloc((size_t)(na + nc > 0 ? na + nc : 1) * sizeof(MPI_Aint));
     lc = malloc((size_t)(nc > 0 ? nc : 1) * sizeof(MPI_Count));
     types = malloc((size_t)(nt > 0 ? nt : 1) * sizeof(MPI_Datatype));
-    if (!ints || !addrs || !lc || !types) {
+    if (!ints || !iv || !addrs || !lc || !types) {
         rc = MPI_ERR_NO_MEM;
         nt = 0;
         goto free_arrays;
@@ -508,7 +509,9 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, MPI_Count cni,
         nt = 0;
         goto free_arrays;
     }
-    if (nc > 0 && (rc = contents_classic(comb, &ni, ints, &na, addrs, lc, nc)) != MPI_SUCCESS)
+    for (int i = 0; i < ni; i++)
+        iv[i] = ints[i];
+    if (nc > 0 && (rc = contents_classic(comb, &ni, iv, &na, addrs, lc, nc)) != MPI_SUCCESS)
         goto free_types;
 
     dtl_item_t old = dtl_empty;
@@ -518,44 +521,46 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, MPI_Count cni,
         if (rc != MPI_SUCCESS)
             goto free_types;
     }
-    int n = ni > 0 ? ints[0] : 0;
+    MPI_Aint n = ni > 0 ? iv[0] : 0;
+    /* a count of blocks is at most the length of the arrays MPI handed back (ints) */
+    int nb = n >= 0 && n <= (MPI_Aint)ni + na ? (int)n : 0;
     *out = old;
     switch (comb) {
     case MPI_COMBINER_DUP:
     case MPI_COMBINER_RESIZED: *out = old; break;
     case MPI_COMBINER_CONTIGUOUS: *out = item_repeat(b, n, ext, old); break;
     case MPI_COMBINER_VECTOR:
-        *out = item_repeat(b, n, dtl_mul(b, ints[2], ext), item_repeat(b, ints[1], ext, old));
+        *out = item_repeat(b, n, dtl_mul(b, iv[2], ext), item_repeat(b, iv[1], ext, old));
         break;
     case MPI_COMBINER_HVECTOR_INTEGER:
-        *out = item_repeat(b, n, ints[2], item_repeat(b, ints[1], ext, old));
+        *out = item_repeat(b, n, iv[2], item_repeat(b, iv[1], ext, old));
         break;
     case MPI_COMBINER_HVECTOR:
-        *out = item_repeat(b, n, addrs[0], item_repeat(b, ints[1], ext, old));
+        *out = item_repeat(b, n, addrs[0], item_repeat(b, iv[1], ext, old));
         break;
     case MPI_COMBINER_INDEXED:
-        rc = build_blocks(b, n, ints + 1, 0, ints + 1 + n, NULL, ext, NULL, ext, out, basic_p);
+        rc = build_blocks(b, nb, iv + 1, 0, iv + 1 + nb, NULL, ext, NULL, ext, out, basic_p);
         break;
     case MPI_COMBINER_HINDEXED_INTEGER:
-        rc = build_blocks(b, n, ints + 1, 0, ints + 1 + n, NULL, 1, NULL, ext, out, basic_p);
+        rc = build_blocks(b, nb, iv + 1, 0, iv + 1 + nb, NULL, 1, NULL, ext, out, basic_p);
         break;
     case MPI_COMBINER_HINDEXED:
-        rc = build_blocks(b, n, ints + 1, 0, NULL, addrs, 1, NULL, ext, out, basic_p);
+        rc = build_blocks(b, nb, iv + 1, 0, NULL, addrs, 1, NULL, ext, out, basic_p);
         break;
     case MPI_COMBINER_INDEXED_BLOCK:
-        rc = build_blocks(b, n, NULL, ints[1], ints + 2, NULL, ext, NULL, ext, out, basic_p);
+        rc = build_blocks(b, nb, NULL, iv[1], iv + 2, NULL, ext, NULL, ext, out, basic_p);
         break;
     case MPI_COMBINER_HINDEXED_BLOCK:
-        rc = build_blocks(b, n, NULL, ints[1], NULL, addrs, 1, NULL, ext, out, basic_p);
+        rc = build_blocks(b, nb, NULL, iv[1], NULL, addrs, 1, NULL, ext, out, basic_p);
         break;
     case MPI_COMBINER_STRUCT_INTEGER:
-        rc = build_blocks(b, n, ints + 1, 0, ints + 1 + n, NULL, 1, types, 0, out, basic_p);
+        rc = build_blocks(b, nb, iv + 1, 0, iv + 1 + nb, NULL, 1, types, 0, out, basic_p);
         break;
     case MPI_COMBINER_STRUCT:
-        rc = build_blocks(b, n, ints + 1, 0, NULL, addrs, 1, types, 0, out, basic_p);
+        rc = build_blocks(b, nb, iv + 1, 0, NULL, addrs, 1, types, 0, out, basic_p);
         break;
-    case MPI_COMBINER_SUBARRAY: *out = build_subarray(b, ints, old, ext); break;
-    case MPI_COMBINER_DARRAY: *out = build_darray(b, ints, old, ext); break;
+    case MPI_COMBINER_SUBARRAY: *out = build_subarray(b, iv, old, ext); break;
+    case MPI_COMBINER_DARRAY: *out = build_darray(b, iv, old, ext); break;
     default: rc = MPI_ERR_TYPE; break;
     }
 
@@ -569,6 +574,7 @@ free_arrays:
     free(types);
     free(lc);
     free(addrs);
+    free(iv);
     free(ints);
     return rc;
 }
