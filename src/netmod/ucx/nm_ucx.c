@@ -656,6 +656,13 @@ static int ucx_start(const char **why)
      * 20 s. (RMA_)UCX_KEEPALIVE_INTERVAL, when set, wins. */
     if (ucx_env("KEEPALIVE_INTERVAL") == NULL)
         ucp_config_modify(cfg, "KEEPALIVE_INTERVAL", "1s");
+    /* Memory UCX allocates for librma (RMA_ALLOC_UCX) comes from System V, else from plain
+     * anonymous pages, else librma allocates it itself; never from UCX's posix domain, which
+     * writes the whole length to test it (UCX 1.13 uct_posix_test_mem: a sparse window of
+     * 24 GiB, refused by shmget here, filled the machine) in a /dev/shm file that stays when
+     * the process is killed meanwhile. (RMA_)UCX_ALLOC_PRIO, when set, wins. */
+    if (ucx_env("ALLOC_PRIO") == NULL)
+        ucp_config_modify(cfg, "ALLOC_PRIO", "md:sysv,huge,thp,mmap,heap");
     *why = "ucp_init failed (no usable transport?)";
     if (ucp_init(&params, cfg, &ux.ctx) != UCS_OK)
         goto out;
