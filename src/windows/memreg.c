@@ -1302,26 +1302,20 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const seg_dest_t
     struct uffdio_register reg = {.range = {lo, len}, .mode = UFFDIO_REGISTER_MODE_WP};
     struct uffdio_writeprotect wp = {.range = {lo, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
     struct uffdio_range wake = {lo, len};
-    size_t page = rma_page_size();
     sigset_t old;
     int rc;
 
     if (uffd_open() < 0)
         return -ENOSYS;
-    /* Pages of zeros are not copied: a new memfd reads zeros where nothing was written, so
-     * a sparse window stays sparse (a block from the transport may be reused memory: all
-     * of it is copied). The pages the copy writes are allocated now. Reading each page
-     * also makes every page present before writers wait: without
+    /* Pages of zeros are not copied: a new memfd, and a block from the transport (fresh
+     * pages, netmod.h expose_alloc), read zeros where nothing was written, so a sparse
+     * window stays sparse (a 5.5 GiB malloc'd window holding 40 MiB took 5.8 GB onto a
+     * block when all of it was copied). The pages the copy writes are allocated now.
+     * Reading each page also makes every page present before writers wait: without
      * UFFD_FEATURE_WP_UNPOPULATED write protection covers present pages only, and with it
      * the copy would take a read fault on each page never touched (the zero page mapped
      * now costs none): 4 MiB of untouched window, 1.4 ms of the time writers wait */
-    if (d->fd >= 0) {
-        data_runs((const char *)lo, len, NULL, populate_run, d->tmp);
-    } else {
-        populate_run(0, len, d->tmp);
-        for (uintptr_t p = lo; p < lo + len; p += page)
-            (void)*(volatile char *)p;
-    }
+    data_runs((const char *)lo, len, NULL, populate_run, d->tmp);
     if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0)
         return -errno;
     if ((rc = writers_hold()) != 0) {
@@ -1337,10 +1331,7 @@ PAGES_UNCHECKED static int pages_move(uintptr_t lo, size_t len, const seg_dest_t
         return rc;
     }
     /* writers wait from here on: copy, then put the segment in place */
-    if (d->fd >= 0)
-        data_runs((const char *)lo, len, NULL, copy_run, &(copy_arg_t){d->tmp, (char *)lo});
-    else
-        pages_copy(d->tmp, (void *)lo, len);
+    data_runs((const char *)lo, len, NULL, copy_run, &(copy_arg_t){d->tmp, (char *)lo});
     rc = seg_place(d, lo, len);
     if (rc != 0) {
         wp.mode = 0; /* leave the pages as they were */

@@ -138,6 +138,28 @@ static long smaps_kb(const void *addr, const char *field)
     return kb;
 }
 
+/* KiB of memory behind the mapping that holds addr (the blocks of its file: a memfd, a
+ * System V segment), whatever this process has touched of it; -1 when unknown (no
+ * /proc/self/map_files, or not a file mapping). */
+static long backing_kb(const void *addr)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512], path[96];
+    unsigned long s = 0, e = 0;
+    struct stat st;
+    int found = 0;
+
+    while (f != NULL && !found && fgets(line, sizeof(line), f))
+        found =
+            sscanf(line, "%lx-%lx ", &s, &e) == 2 && (uintptr_t)addr >= s && (uintptr_t)addr < e;
+    if (f != NULL)
+        fclose(f);
+    snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", s, e);
+    if (!found || stat(path, &st) != 0)
+        return -1;
+    return (long)st.st_blocks / 2;
+}
+
 /* Every rank's flag ANDed (the owner's memory moved by its left neighbour's drive). */
 static int mine_moved(int drove)
 {
@@ -244,8 +266,10 @@ static void test_sparse(void)
     moved = mine_moved(drive_move(win, 5 * MIB, 64, 9));
     CHECK(!can_move || moved, "sparse: the window was not moved in 2 s");
     if (moved) {
-        long rss = smaps_kb(buf, "Rss");
+        long rss = smaps_kb(buf, "Rss"), kb = backing_kb(buf);
         CHECK(rss >= 0 && rss < 4096, "sparse: moved, the 64 MiB window is %ld KiB resident", rss);
+        /* what the segment holds: a block from UCX got every page copied */
+        CHECK(kb < 4096, "sparse: moved, the 64 MiB window's segment holds %ld KiB", kb);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(buf[5 * MIB] == 3 && ((long *)(buf + 5 * MIB))[1] == 9 && buf[0] == 0 &&
