@@ -36,10 +36,14 @@
 /* ------------------------------------------------------------------ off-node peers
  *
  * Windows with off-node peers register every attached region with UCX. An off-node origin
- * keeps a copy of a target's regions with their unpacked keys (rma_dyn_cache), fetched with
+ * keeps a copy of a target's regions with their packed keys (rma_dyn_cache), fetched with
  * an active message that the target's agent answers; when an access is not covered by the
  * copy it reads the target's dyn_seq with a network atomic and fetches the table again if
- * the generation moved. */
+ * the generation moved. A region's key is unpacked at the first access to it, after a look
+ * at the generation: the owner may detach any region nobody accesses and free its memory,
+ * and unpacking the key of a System V block that is gone crashes UCX 1.13 (shmat fails,
+ * then its own clean-up in ucp_ep_rkey_unpack dies, openucx/ucx#10380): a peer reading one
+ * stable region while the owner attached and detached others died within a second. */
 
 typedef struct rma_dyn_cache {
     uint64_t gen;      /* the target's dyn_seq when fetched */
@@ -47,6 +51,7 @@ typedef struct rma_dyn_cache {
     uint64_t barriers; /* ... and rma_win_dyn_barriers */
     int n;
     rma_nm_tgt_t *nm;
+    char *wire;                 /* the owner's answer, whose packed keys entries point into */
     struct rma_dyn_cache *next; /* replaced copies (rma_target_t.dyn_old) ... */
     uint32_t quiets;            /* ... dyn_users' count of quiet moments when replaced ... */
     unsigned stamp;             /* ... the target's nm.issued after a later one ... */
@@ -60,6 +65,9 @@ typedef struct rma_dyn_cache {
         uint64_t map_at; /* ... its address of the region's first byte ... */
         uint64_t map_id; /* ... and the moved pages' registration (rma_memreg_t.seg_id) */
         int atomic;      /* elements with a CPU atomic take atomics there (doc/atomicity.md) */
+        uint32_t key_off, map_off; /* packed keys in wire: the region's, the moved-onto block's */
+        uint8_t opened;            /* key (and mkey, when may_map) unpacked */
+        uint8_t may_map;           /* mkey is to be unpacked once nothing is in flight */
     } * r;
 } rma_dyn_cache_t;
 
@@ -113,11 +121,13 @@ static void dcache_free(rma_nm_tgt_t *nm, rma_dyn_cache_t *c)
     if (c == NULL)
         return;
     for (int i = 0; i < c->n; i++) {
-        nm->ops->key_close(c->r[i].key);
+        if (c->r[i].key != NULL)
+            nm->ops->key_close(c->r[i].key);
         if (c->r[i].mkey != NULL)
             nm->ops->key_close(c->r[i].mkey);
     }
     free(c->r);
+    free(c->wire);
     free(c);
 }
 
@@ -264,7 +274,7 @@ static int dcache_fetch(rma_win_t *win, int t)
     rma_dyn_cache_t *c, *old_copy = tg->dcache;
     const dyn_reply_t *h;
     size_t off;
-    int rc, quiet;
+    int rc;
     struct dyn_entry *old;
 
     rc = tg->nm.ops->am_send(&tg->nm, RMA_NM_AM_DYN_REQ, &q, sizeof(q), NULL, 0, RMA_NM_AM_COPY);
@@ -282,9 +292,7 @@ static int dcache_fetch(rma_win_t *win, int t)
         return rc;
     }
     c->gen = h->gen;
-    /* a region the owner moved is mapped only once nothing issued to the target is in
-     * flight: loads and stores must not overtake it (else the next fetch maps it) */
-    quiet = !rma_nm_pending(&tg->nm) && !rma_hx_in_flight(&tg->nm);
+    c->wire = w.buf;
     off = sizeof(*h) + (size_t)h->n * sizeof(dyn_wire_t);
     for (uint32_t i = 0; i < h->n; i++) {
         dyn_wire_t e;
@@ -292,29 +300,21 @@ static int dcache_fetch(rma_win_t *win, int t)
         c->r[i].base = e.base;
         c->r[i].len = e.len;
         c->r[i].atomic = (int)e.atomic;
-        c->r[i].key = tg->nm.ops->key_open(&tg->nm, w.buf + off);
-        c->r[i].map = tg->nm.ops->key_ptr(c->r[i].key, e.base);
-        if (c->r[i].key == NULL) /* not reached at all rather than under the window's key:
-                                    an access to it fails as one to unattached memory */
-            c->r[i].len = 0;
+        c->r[i].key_off = (uint32_t)off;
         off += e.key_len;
         if (e.map_key_len > 0 && (old = moved_mapped(tg->dcache, &e)) != NULL) {
             c->r[i].mkey = old->mkey; /* mapped before: kept */
             c->r[i].map = old->map;
             old->mkey = NULL;
-        } else if (e.map_key_len > 0 && quiet) {
-            c->r[i].mkey = tg->nm.ops->key_open(&tg->nm, w.buf + off);
-            c->r[i].map = tg->nm.ops->key_ptr(c->r[i].mkey, e.map_at);
         } else if (e.map_key_len > 0) {
-            c->gen = 0;          /* fetched again at the next access ... */
-            tg->expose_seen = 0; /* ... after the next flush (windows/expose.c) */
+            c->r[i].map_off = (uint32_t)off;
+            c->r[i].may_map = 1;
         }
         c->r[i].map_at = e.map_at;
         c->r[i].map_id = e.map_id;
         off += e.map_key_len;
         c->n++;
     }
-    free(w.buf);
     tg->dcache = c;
     if (old_copy != NULL) { /* kept while operations may use its keys and mappings */
         old_copy->next = tg->dyn_old;
@@ -327,11 +327,37 @@ static int dcache_fetch(rma_win_t *win, int t)
     return 0;
 }
 
-/* The cached regions of t covering [addr, addr+len) into hits: how many (0 when a byte is
- * not covered). */
-static int dcache_lookup(const rma_dyn_cache_t *c, uintptr_t addr, size_t len, rma_dyn_hit_t *hits,
-                         int max)
+/* Unpacks the keys of entry r of tg's cache (win->mtx held). A region the owner moved is
+ * mapped only once nothing issued to the target is in flight: loads and stores must not
+ * overtake it (else the table is fetched again at the next access, after the next flush). */
+static void dcache_open(rma_target_t *tg, struct dyn_entry *r)
 {
+    const char *wire = tg->dcache->wire;
+
+    r->key = tg->nm.ops->key_open(&tg->nm, wire + r->key_off);
+    if (r->key == NULL) /* not reached at all rather than under the window's key: an access
+                           to it fails as one to unattached memory */
+        r->len = 0;
+    if (r->mkey == NULL)
+        r->map = tg->nm.ops->key_ptr(r->key, r->base);
+    if (r->may_map && !rma_nm_pending(&tg->nm) && !rma_hx_in_flight(&tg->nm)) {
+        r->mkey = tg->nm.ops->key_open(&tg->nm, wire + r->map_off);
+        r->map = tg->nm.ops->key_ptr(r->mkey, r->map_at);
+    } else if (r->may_map) {
+        tg->dcache->gen = 0; /* fetched again at the next access ... */
+        tg->expose_seen = 0; /* ... after the next flush (windows/expose.c) */
+    }
+    r->may_map = 0;
+    r->opened = 1;
+}
+
+/* The cached regions of tg covering [addr, addr+len) into hits, their keys unpacked when
+ * `open` (win->mtx held): how many (0 when a byte is not covered). Without it nothing is
+ * unpacked, and *unopened (when not NULL) tells whether a covering region's keys are not. */
+static int dcache_lookup(rma_target_t *tg, uintptr_t addr, size_t len, rma_dyn_hit_t *hits, int max,
+                         int open, int *unopened)
+{
+    rma_dyn_cache_t *c = tg->dcache;
     uintptr_t at = addr, end = addr + len;
     int found = 0;
 
@@ -340,6 +366,14 @@ static int dcache_lookup(const rma_dyn_cache_t *c, uintptr_t addr, size_t len, r
     for (int i = 0; i < c->n && at < end; i++) {
         if (c->r[i].base + c->r[i].len <= at || c->r[i].base > at)
             continue;
+        if (!c->r[i].opened && !open) {
+            if (unopened != NULL)
+                *unopened = 1;
+        } else if (!c->r[i].opened) {
+            dcache_open(tg, &c->r[i]);
+            if (c->r[i].len == 0)
+                continue;
+        }
         /* a mapped region is accessed as on its node; an atomic one's elements take atomics
          * from every origin (CPU atomics where mapped, network atomics elsewhere) */
         if (found < max)
@@ -371,7 +405,7 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
         tg->nm.ctl_map != NULL
             ? (const _Atomic uint64_t *)(tg->nm.ctl_map + RMA_CTL_OFF(win, t, dyn_seq))
             : NULL;
-    int n, look;
+    int n, look, unopened = 0;
 
     pthread_mutex_lock(&win->mtx);
     /* The target's generation is read on a miss, once per epoch, after an MPI_Barrier,
@@ -382,19 +416,23 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
      * region from its next epoch or MPI_Barrier on (doc/protocols.md). */
     if (tg->dyn_old != NULL) /* replaced copies a quiet moment or a flush may free now */
         dyn_reclaim(win, t);
-    n = dcache_lookup(tg->dcache, addr, len, hits, max);
+    /* a region's keys are unpacked only after a look at the generation (a region detached
+     * meanwhile may have a freed block) */
+    n = dcache_lookup(tg, addr, len, NULL, 0, 0, &unopened);
     gen = seq != NULL ? atomic_load_explicit(seq, memory_order_acquire) : 0;
-    look = n == 0 || tg->dcache->checked != win->sync_gen || tg->dcache->barriers != barriers ||
+    look = n == 0 || unopened || tg->dcache->checked != win->sync_gen ||
+           tg->dcache->barriers != barriers ||
            (seq != NULL && tg->dcache->gen != 0 && gen != tg->dcache->gen);
     /* the generation just loaded where it is mapped, else a network atomic */
     if (look && (seq != NULL || rma_ctl_load(win, t, RMA_CTL_OFF(win, t, dyn_seq), &gen) == 0)) {
-        if ((tg->dcache == NULL || gen != tg->dcache->gen) && dcache_fetch(win, t) == 0)
-            n = dcache_lookup(tg->dcache, addr, len, hits, max);
+        if (tg->dcache == NULL || gen != tg->dcache->gen)
+            dcache_fetch(win, t);
         if (tg->dcache != NULL) {
             tg->dcache->checked = win->sync_gen;
             tg->dcache->barriers = barriers;
         }
     }
+    n = dcache_lookup(tg, addr, len, hits, max, 1, NULL);
     pthread_mutex_unlock(&win->mtx);
     *n_p = n;
     return n == 0 ? MPI_ERR_RMA_RANGE : MPI_SUCCESS;
