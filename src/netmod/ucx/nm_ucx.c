@@ -722,7 +722,7 @@ out:
 
 static int ucx_has_ep(int w)
 {
-    return w >= 0 && w < ux.npeers && ux.peers[w].ep != NULL;
+    return w >= 0 && w < ux.npeers && __atomic_load_n(&ux.peers[w].ep, __ATOMIC_ACQUIRE) != NULL;
 }
 
 /* What ep's lanes promise (lanes.h reads the table ucp_ep_print_info prints).
@@ -804,12 +804,15 @@ static void watch_create(int w, const ucp_address_t *addr)
 static int ep_create(int w, const ucp_address_t *addr, const ucp_address_t *waddr)
 {
     ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, .address = addr};
+    ucp_ep_h made;
 
-    if (ucp_ep_create(ux.ow, &ep, &ux.peers[w].ep) != UCS_OK)
+    if (ucp_ep_create(ux.ow, &ep, &made) != UCS_OK)
         return -1;
     watch_create(w, waddr);
-    /* the lanes are chosen at creation */
-    ep_lanes(ux.peers[w].ep, &ux.peers[w].lanes);
+    /* the lanes are chosen at creation; the endpoint is published after them: another
+     * thread's window creation that sees it (ucx_has_ep) copies them */
+    ep_lanes(made, &ux.peers[w].lanes);
+    __atomic_store_n(&ux.peers[w].ep, made, __ATOMIC_RELEASE);
     return 0;
 }
 
