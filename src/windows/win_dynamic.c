@@ -344,8 +344,9 @@ static void dcache_open(rma_target_t *tg, struct dyn_entry *r)
         r->mkey = tg->nm.ops->key_open(&tg->nm, wire + r->map_off);
         r->map = tg->nm.ops->key_ptr(r->mkey, r->map_at);
     } else if (r->may_map) {
-        tg->dcache->gen = 0; /* fetched again at the next access ... */
-        tg->expose_seen = 0; /* ... after the next flush (windows/expose.c) */
+        tg->dcache->gen = 0; /* fetched again at the next look (the first access to a region
+                                not yet opened, the next epoch, or expose.c's after a flush) */
+        tg->expose_seen = 0;
     }
     r->may_map = 0;
     r->opened = 1;
@@ -353,7 +354,8 @@ static void dcache_open(rma_target_t *tg, struct dyn_entry *r)
 
 /* The cached regions of tg covering [addr, addr+len) into hits, their keys unpacked when
  * `open` (win->mtx held): how many (0 when a byte is not covered). Without it nothing is
- * unpacked, and *unopened (when not NULL) tells whether a covering region's keys are not. */
+ * unpacked, *unopened (when not NULL) tells whether a covering region's keys are not, and
+ * such a region covers nothing when hits are asked for (max > 0). */
 static int dcache_lookup(rma_target_t *tg, uintptr_t addr, size_t len, rma_dyn_hit_t *hits, int max,
                          int open, int *unopened)
 {
@@ -369,6 +371,8 @@ static int dcache_lookup(rma_target_t *tg, uintptr_t addr, size_t len, rma_dyn_h
         if (!c->r[i].opened && !open) {
             if (unopened != NULL)
                 *unopened = 1;
+            if (max > 0) /* no keys to hand out */
+                continue;
         } else if (!c->r[i].opened) {
             dcache_open(tg, &c->r[i]);
             if (c->r[i].len == 0)
@@ -405,7 +409,7 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
         tg->nm.ctl_map != NULL
             ? (const _Atomic uint64_t *)(tg->nm.ctl_map + RMA_CTL_OFF(win, t, dyn_seq))
             : NULL;
-    int n, look, unopened = 0;
+    int n, look, vouched, unopened = 0;
 
     pthread_mutex_lock(&win->mtx);
     /* The target's generation is read on a miss, once per epoch, after an MPI_Barrier,
@@ -416,23 +420,26 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
      * region from its next epoch or MPI_Barrier on (doc/protocols.md). */
     if (tg->dyn_old != NULL) /* replaced copies a quiet moment or a flush may free now */
         dyn_reclaim(win, t);
-    /* a region's keys are unpacked only after a look at the generation (a region detached
-     * meanwhile may have a freed block) */
+    /* A region's keys are unpacked only from a copy the generation vouched for (a region
+     * detached meanwhile may have a freed block): the first access to each costs a look.
+     * When the look or the fetch fails, only regions opened before are used. */
     n = dcache_lookup(tg, addr, len, NULL, 0, 0, &unopened);
     gen = seq != NULL ? atomic_load_explicit(seq, memory_order_acquire) : 0;
     look = n == 0 || unopened || tg->dcache->checked != win->sync_gen ||
            tg->dcache->barriers != barriers ||
            (seq != NULL && tg->dcache->gen != 0 && gen != tg->dcache->gen);
+    vouched = !look;
     /* the generation just loaded where it is mapped, else a network atomic */
     if (look && (seq != NULL || rma_ctl_load(win, t, RMA_CTL_OFF(win, t, dyn_seq), &gen) == 0)) {
+        vouched = 1;
         if (tg->dcache == NULL || gen != tg->dcache->gen)
-            dcache_fetch(win, t);
+            vouched = dcache_fetch(win, t) == 0;
         if (tg->dcache != NULL) {
             tg->dcache->checked = win->sync_gen;
             tg->dcache->barriers = barriers;
         }
     }
-    n = dcache_lookup(tg, addr, len, hits, max, 1, NULL);
+    n = dcache_lookup(tg, addr, len, hits, max, vouched, NULL);
     pthread_mutex_unlock(&win->mtx);
     *n_p = n;
     return n == 0 ? MPI_ERR_RMA_RANGE : MPI_SUCCESS;

@@ -246,10 +246,19 @@ void rma_quiet_open(MPI_Session session)
 
 void rma_quiet_close(MPI_Session session)
 {
+    int world = 0, ended = 1;
+
     pthread_mutex_lock(&quiet_lock);
-    if (quiet != MPI_COMM_NULL && quiet_session == session)
-        PMPI_Comm_free(&quiet);
+    if (quiet == MPI_COMM_NULL || quiet_session != session) {
+        pthread_mutex_unlock(&quiet_lock);
+        return;
+    }
+    PMPI_Comm_free(&quiet);
     pthread_mutex_unlock(&quiet_lock);
+    /* a session's ends while MPI_Init's world lives on: one from the world's MPI_COMM_SELF */
+    if (session != MPI_SESSION_NULL && PMPI_Initialized(&world) == MPI_SUCCESS && world &&
+        PMPI_Finalized(&ended) == MPI_SUCCESS && !ended)
+        rma_quiet_open(MPI_SESSION_NULL);
 }
 
 MPI_Comm rma_quiet_comm(void)

@@ -47,7 +47,8 @@ int rma_err_string(int code, char *out, int *len);
  * for good), and MPI_COMM_SELF does not exist in a program of sessions alone. Opened at
  * MPI_Init (session: MPI_SESSION_NULL; a duplicate of MPI_COMM_SELF) or at the first
  * MPI_Session_init (from that session's "mpi://SELF"), closed at MPI_Finalize or at the
- * finalize of the session it came from. MPI_COMM_NULL while there is none. */
+ * finalize of the session it came from (then made again from MPI_COMM_SELF when MPI_Init's
+ * world lives on). MPI_COMM_NULL while there is none. */
 void rma_quiet_open(MPI_Session session);
 void rma_quiet_close(MPI_Session session);
 MPI_Comm rma_quiet_comm(void);

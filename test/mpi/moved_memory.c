@@ -268,7 +268,10 @@ static void test_sparse(void)
     if (moved) {
         long rss = smaps_kb(buf, "Rss"), kb = backing_kb(buf);
         CHECK(rss >= 0 && rss < 4096, "sparse: moved, the 64 MiB window is %ld KiB resident", rss);
-        /* what the segment holds: a block from UCX got every page copied */
+        /* what the segment holds: a block from UCX got every page copied (following
+         * /proc/self/map_files takes CAP_CHECKPOINT_RESTORE: skipped without it) */
+        if (kb < 0 && rank == 0)
+            printf("sparse: the segment's size is not readable here; not checked\n");
         CHECK(kb < 4096, "sparse: moved, the 64 MiB window's segment holds %ld KiB", kb);
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -523,7 +523,15 @@ static int build_contents(builder_t *b, MPI_Datatype t, int comb, MPI_Count cni,
     }
     MPI_Aint n = ni > 0 ? iv[0] : 0;
     /* a count of blocks is at most the length of the arrays MPI handed back (ints) */
-    int nb = n >= 0 && n <= (MPI_Aint)ni + na ? (int)n : 0;
+    int nb = n >= 0 && n <= (MPI_Aint)ni + na ? (int)n : -1;
+    int blocks = comb == MPI_COMBINER_INDEXED || comb == MPI_COMBINER_HINDEXED_INTEGER ||
+                 comb == MPI_COMBINER_HINDEXED || comb == MPI_COMBINER_INDEXED_BLOCK ||
+                 comb == MPI_COMBINER_HINDEXED_BLOCK || comb == MPI_COMBINER_STRUCT_INTEGER ||
+                 comb == MPI_COMBINER_STRUCT;
+    if (blocks && nb < 0) {
+        rc = MPI_ERR_TYPE;
+        goto free_types;
+    }
     *out = old;
     switch (comb) {
     case MPI_COMBINER_DUP:
