@@ -39,16 +39,21 @@ void rma_init_once(void)
     pthread_once(&init_once, init_body);
 }
 
+/* What follows the MPI library's MPI_Init or MPI_Init_thread that succeeded. */
+static void world_started(void)
+{
+    rma_quiet_open(MPI_SESSION_NULL); /* before the accumulate probe, which asks on it */
+    rma_init_once();
+    rma_locality_init();
+    rma_barrier_init();
+    rma_wait_mpi_up(1);
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
     int rc = rma_mpi.Init(argc, argv);
-    if (rc == MPI_SUCCESS) {
-        rma_quiet_open(MPI_SESSION_NULL); /* before the accumulate probe, which asks on it */
-        rma_init_once();
-        rma_locality_init();
-        rma_barrier_init();
-        rma_wait_mpi_up(1);
-    }
+    if (rc == MPI_SUCCESS)
+        world_started();
     return rc;
 }
 RMA_PMPI(Init);
@@ -56,13 +61,8 @@ RMA_PMPI(Init);
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = rma_mpi.Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) {
-        rma_quiet_open(MPI_SESSION_NULL); /* before the accumulate probe, which asks on it */
-        rma_init_once();
-        rma_locality_init();
-        rma_barrier_init();
-        rma_wait_mpi_up(1);
-    }
+    if (rc == MPI_SUCCESS)
+        world_started();
     return rc;
 }
 RMA_PMPI(Init_thread);

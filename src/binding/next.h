@@ -4,9 +4,9 @@
  * librma answers both names of every call it implements, MPI_x and PMPI_x (RMA_PMPI in
  * binding.h): MPICH's Fortran 2008 bindings call PMPI_x directly, and so does a profiling
  * tool layered above librma. Where librma only wraps a call (MPI_Init, MPI_Finalize,
- * MPI_Session_init/finalize, MPI_Barrier, error handlers, MPI_Request_get_status), its PMPI_x is librma's too, so the
- * MPI library's own definition is reached through this table, looked up past librma in the
- * link order.
+ * MPI_Session_init/finalize, MPI_Barrier, error handlers, MPI_Request_get_status), its
+ * PMPI_x is librma's too, so the MPI library's own definition is reached through this
+ * table, looked up past librma in the link order.
  * MPICH's Fortran bindings also reach a window's attributes through MPICH-internal calls
  * (MPII_Win_get_attr, MPII_Win_set_attr, MPII_Keyval_set_proxy), which librma answers for
  * its own windows and keyvals (win_attr.c) and passes on otherwise.
