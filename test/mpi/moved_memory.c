@@ -143,21 +143,14 @@ static long smaps_kb(const void *addr, const char *field)
  * /proc/self/map_files, or not a file mapping). */
 static long backing_kb(const void *addr)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512], path[96];
-    unsigned long s = 0, e = 0;
+    char perms[8], path[96];
+    unsigned long ino, range[2];
     struct stat st;
-    int found = 0;
 
-    while (f != NULL && !found && fgets(line, sizeof(line), f))
-        found =
-            sscanf(line, "%lx-%lx ", &s, &e) == 2 && (uintptr_t)addr >= s && (uintptr_t)addr < e;
-    if (f != NULL)
-        fclose(f);
-    snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", s, e);
-    if (!found || stat(path, &st) != 0)
+    if (!rt_mapping_at(addr, perms, &ino, range))
         return -1;
-    return (long)st.st_blocks / 2;
+    snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", range[0], range[1]);
+    return stat(path, &st) == 0 ? (long)st.st_blocks / 2 : -1;
 }
 
 /* Every rank's flag ANDed (the owner's memory moved by its left neighbour's drive). */

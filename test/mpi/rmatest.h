@@ -143,8 +143,10 @@ static inline int rt_drive_gets(MPI_Win win, int target, MPI_Aint disp, MPI_Aint
 }
 #endif
 
-/* The mapping of /proc/self/maps holding addr: its permissions and inode; 0 if none. */
-static inline int rt_mapping_of(const void *addr, char perms[8], unsigned long *ino)
+/* The mapping of /proc/self/maps holding addr: its permissions, inode and (range not NULL)
+ * its [start, end); 0 if none. rt_mapping_of: without the range. */
+static inline int rt_mapping_at(const void *addr, char perms[8], unsigned long *ino,
+                                unsigned long range[2])
 {
     FILE *f = fopen("/proc/self/maps", "r");
     char line[512];
@@ -157,12 +159,19 @@ static inline int rt_mapping_of(const void *addr, char perms[8], unsigned long *
             (unsigned long)addr >= s && (unsigned long)addr < e) {
             strcpy(perms, p);
             *ino = i;
+            if (range != NULL)
+                range[0] = s, range[1] = e;
             found = 1;
         }
     }
     if (f != NULL)
         fclose(f);
     return found;
+}
+
+static inline int rt_mapping_of(const void *addr, char perms[8], unsigned long *ino)
+{
+    return rt_mapping_at(addr, perms, ino, NULL);
 }
 
 /* qsort comparison of long longs. */
