@@ -61,14 +61,13 @@ typedef struct rma_backoff {
     int spins;          /* pauses so far */
     unsigned sleep_us;  /* the last sleep, once yielding did not help */
     struct timespec t0; /* when the waiter started to yield */
+    int quiet;          /* 1: its sleeps take no turn outside librma (rma_wait_idle): a wait
+                           made with librma's locks held, which must call no MPI */
 } rma_backoff_t;
 
 #define RMA_BACKOFF_INIT                                                                           \
     {                                                                                              \
-        0, 0,                                                                                      \
-        {                                                                                          \
-            0, 0                                                                                   \
-        }                                                                                          \
+        0, 0, {0, 0}, 0                                                                            \
     }
 
 #define RMA_BACKOFF_YIELD_NS 1000000L /* yield ~1 ms (coarse clock) before sleeping */
@@ -99,7 +98,8 @@ static inline void rma_backoff(rma_backoff_t *b)
         sched_yield();
     } else {
         struct timespec ts = {0, 0};
-        rma_wait_idle(); /* out of line: peers gone, the MPI library's progress */
+        if (!b->quiet)
+            rma_wait_idle(); /* out of line: peers gone, the MPI library's progress */
         b->sleep_us = b->sleep_us ? 2 * b->sleep_us : 1;
         if (b->sleep_us > RMA_BACKOFF_SLEEP_US)
             b->sleep_us = RMA_BACKOFF_SLEEP_US;

@@ -1253,13 +1253,14 @@ static void writers_release(void)
 /* Before pages are protected (memreg_lock held): 0 once no peer's cross-memory write to
  * this process is in flight, through any window, new ones kept out until writers_release;
  * -EBUSY (nothing held) when one is still in flight after a second: a peer that died
- * writing never lowers its count, and the pages then stay where they are. Its own wait
- * (spin, yield, short sleeps): not rma_backoff, whose sleeps call MPI, never made with
- * librma's memory locks held. A waiting writer holds no lock of ours. */
+ * writing never lowers its count, and the pages then stay where they are. A quiet back-off:
+ * its sleeps call no MPI, which is never called with librma's memory locks held. A waiting
+ * writer holds no lock of ours. */
 static int writers_hold(void)
 {
+    rma_backoff_t bo = {.quiet = 1};
     uint64_t t0 = rma_now_ns();
-    int rc = 0, turns = 0;
+    int rc = 0;
 
     pthread_mutex_lock(&writers_lock);
     writers_held = 1;
@@ -1267,14 +1268,7 @@ static int writers_hold(void)
         atomic_store_explicit(w->moving, 1, memory_order_seq_cst);
     for (rma_memreg_writers_t *w = writers_list; w != NULL && rc == 0; w = w->next)
         while (rc == 0 && atomic_load_explicit(w->count, memory_order_seq_cst) != 0) {
-            if (++turns < 100) {
-                rma_cpu_relax();
-            } else if (turns < 1000) {
-                sched_yield();
-            } else {
-                struct timespec nap = {0, 50000};
-                nanosleep(&nap, NULL);
-            }
+            rma_backoff(&bo);
             if (rma_now_ns() - t0 > 1000000000u)
                 rc = -EBUSY;
         }
