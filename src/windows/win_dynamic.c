@@ -409,7 +409,7 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
         tg->nm.ctl_map != NULL
             ? (const _Atomic uint64_t *)(tg->nm.ctl_map + RMA_CTL_OFF(win, t, dyn_seq))
             : NULL;
-    int n, look, vouched, unopened = 0;
+    int n, look, vouched = 0, unopened = 0;
 
     pthread_mutex_lock(&win->mtx);
     /* The target's generation is read on a miss, once per epoch, after an MPI_Barrier,
@@ -423,12 +423,11 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
     /* A region's keys are unpacked only from a copy the generation vouched for (a region
      * detached meanwhile may have a freed block): the first access to each costs a look.
      * When the look or the fetch fails, only regions opened before are used. */
-    n = dcache_lookup(tg, addr, len, NULL, 0, 0, &unopened);
+    n = dcache_lookup(tg, addr, len, hits, max, 0, &unopened);
     gen = seq != NULL ? atomic_load_explicit(seq, memory_order_acquire) : 0;
     look = n == 0 || unopened || tg->dcache->checked != win->sync_gen ||
            tg->dcache->barriers != barriers ||
            (seq != NULL && tg->dcache->gen != 0 && gen != tg->dcache->gen);
-    vouched = !look;
     /* the generation just loaded where it is mapped, else a network atomic */
     if (look && (seq != NULL || rma_ctl_load(win, t, RMA_CTL_OFF(win, t, dyn_seq), &gen) == 0)) {
         vouched = 1;
@@ -439,7 +438,8 @@ static int dyn_resolve_net(rma_win_t *win, int t, uintptr_t addr, size_t len, rm
             tg->dcache->barriers = barriers;
         }
     }
-    n = dcache_lookup(tg, addr, len, hits, max, vouched, NULL);
+    if (look) /* else the hits above stand: every covering region was opened */
+        n = dcache_lookup(tg, addr, len, hits, max, vouched, NULL);
     pthread_mutex_unlock(&win->mtx);
     *n_p = n;
     return n == 0 ? MPI_ERR_RMA_RANGE : MPI_SUCCESS;
