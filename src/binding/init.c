@@ -77,32 +77,42 @@ static void all_in_finalize(void)
     rma_memreg_net_end();
 }
 
+/* MPI_Finalize ends MPI_Init's world model alone (MPI-4.0 chapter 11): an MPI session still
+ * open goes on, and with it librma's windows, transport and agent, as in a program of
+ * sessions alone, where the process's exit ends them. This process takes its part in the
+ * world's last steps all the same (rma_net->finalize). */
 int MPI_Finalize(void)
 {
-    int live = rma_win_count();
+    int live = rma_win_count(), keep = rma_wait_sessions(0) > 0;
 
     if (live > 0 && rma_env.verbose)
-        fprintf(stderr, "librma: MPI_Finalize with %d window(s) not freed\n", live);
-    rma_wait_mpi_up(0);     /* waits from here on give MPICH's progress no turn, */
-    rma_peer_unwatch_all(); /* nor look at same-node peers, which may leave first */
-    rma_expose_end();       /* the agent moves nothing onto the transport's memory now */
+        fprintf(stderr, "librma: MPI_Finalize with %d window(s) %s\n", live,
+                keep ? "open, kept for the MPI sessions still open" : "not freed");
+    rma_wait_mpi_up(0); /* waits from here on give MPICH's progress no turn (a session's) */
+    if (!keep) {
+        rma_peer_unwatch_all(); /* nor look at same-node peers, which may leave first */
+        rma_expose_end();       /* the agent moves nothing onto the transport's memory now */
+    }
     if (rma_net != NULL)
-        rma_net->finalize(all_in_finalize); /* collective when any process started it */
-    else
+        rma_net->finalize(all_in_finalize, keep); /* collective over MPI_COMM_WORLD */
+    else if (!keep)
         all_in_finalize();
-    rma_barrier_finalize();
-    rma_agent_stop();
-    rma_dtl_finalize();
-    rma_seg_finalize();
-    rma_memreg_finalize();
-    rma_win_finalize();
-    rma_quiet_close(MPI_SESSION_NULL);
+    if (!keep) {
+        rma_barrier_finalize();
+        rma_agent_stop();
+        rma_dtl_finalize();
+        rma_seg_finalize();
+        rma_memreg_finalize();
+        rma_win_finalize();
+    }
+    rma_quiet_close(MPI_SESSION_NULL); /* made again from a session still open */
     return rma_mpi.Finalize();
 }
 RMA_PMPI(Finalize);
 
 /* A program of MPI sessions: MPI is up while a session is open, for the waits' turn at
- * MPICH's progress (idle.c). What MPI_Finalize ends is left to the process's exit there. */
+ * MPICH's progress (idle.c). What MPI_Finalize ends is left to the process's exit there,
+ * also after an MPI_Finalize that a session outlived. */
 int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
 {
     int rc = rma_mpi.Session_init(info, errhandler, session);

@@ -640,10 +640,12 @@ typedef struct rma_netmod {
     void (*set_drain)(int (*fn)(rma_nm_tgt_t *t));
     /* Prints what the transport chose: devices, lanes, limits (rma_info). */
     void (*print)(FILE *out);
-    /* MPI_Finalize: closes endpoints (collective over MPI_COMM_WORLD when any process started
-     * the transport), workers and the context. all_here is called first, once every process
-     * has called it (nobody accesses windows any more), while the transport still runs. */
-    void (*finalize)(void (*all_here)(void));
+    /* MPI_Finalize, collective over MPI_COMM_WORLD: closes endpoints, workers and the
+     * context. all_here is called first, once every process has called it (nobody accesses
+     * windows any more), while the transport still runs. A process that keeps (an MPI
+     * session of its outlives MPI_Finalize, with its windows) calls no all_here and keeps
+     * its transport; it closes only its endpoints to the processes that do not keep. */
+    void (*finalize)(void (*all_here)(void), int keep);
 } rma_netmod_t;
 
 /* The transport to other nodes: UCX, or NULL in a build without it (configure

@@ -36,9 +36,9 @@ void rma_wait_mpi_up(int up)
     atomic_store_explicit(&mpi_up, up, memory_order_release);
 }
 
-void rma_wait_sessions(int delta)
+int rma_wait_sessions(int delta)
 {
-    atomic_fetch_add_explicit(&sessions, delta, memory_order_acq_rel);
+    return atomic_fetch_add_explicit(&sessions, delta, memory_order_acq_rel) + delta;
 }
 
 static int greq_query(void *extra, MPI_Status *status)

@@ -6,7 +6,8 @@
  * an application thread, drives the watch (rma_peer_poll, from idle.c), and the first after
  * a report prints which peer is gone and why and ends the job as MPI_Abort does. The
  * progress agent never does (it calls no MPI: rma_wait_no_mpi). Reports that come once
- * MPI_Finalize has begun (peers closing their endpoints) are ignored.
+ * MPI_Finalize has begun (peers closing their endpoints) are ignored; a process whose MPI
+ * session outlives MPI_Finalize ignores only those of the peers that left.
  *
  * Peers of this node are no transport's: UCX need not even run. Each window watches its
  * same-node peers' processes while it lives (rma_peer_watch_pid: the one pidfd segment.c
@@ -34,6 +35,8 @@
 
 static _Atomic int gone; /* world rank + 1 of the first peer reported gone; 0: none */
 static _Atomic int finalizing;
+static const unsigned char *_Atomic left; /* left[w]: world rank w has left ... */
+static int nleft;                         /* ... for w < nleft (rma_peer_fail_ignore) */
 static const char *_Atomic gone_why;
 static void (*_Atomic watch)(void);
 
@@ -42,17 +45,33 @@ void rma_peer_watch_set(void (*fn)(void))
     atomic_store(&watch, fn);
 }
 
+static int has_left(int world_rank)
+{
+    const unsigned char *l = atomic_load_explicit(&left, memory_order_acquire);
+
+    return l != NULL && world_rank >= 0 && world_rank < nleft && l[world_rank];
+}
+
 void rma_peer_failed(int world_rank, const char *why)
 {
     int none = 0;
 
-    if (!atomic_load(&finalizing) && atomic_compare_exchange_strong(&gone, &none, world_rank + 1))
+    if (!atomic_load(&finalizing) && !has_left(world_rank) &&
+        atomic_compare_exchange_strong(&gone, &none, world_rank + 1))
         atomic_store(&gone_why, why); /* the first report wins */
 }
 
-void rma_peer_fail_ignore(void)
+void rma_peer_fail_ignore(const unsigned char *of, int n)
 {
-    atomic_store(&finalizing, 1); /* rma_peer_poll then ends nothing */
+    unsigned char *copy;
+
+    if (of == NULL || atomic_load(&left) != NULL || (copy = malloc((size_t)n)) == NULL) {
+        atomic_store(&finalizing, 1); /* rma_peer_poll then ends nothing */
+        return;
+    }
+    memcpy(copy, of, (size_t)n);
+    nleft = n;
+    atomic_store_explicit(&left, copy, memory_order_release); /* kept to the process's end */
 }
 
 /* Prints the peer that is gone and ends the job. */

@@ -37,21 +37,23 @@ static inline uint64_t rma_now_ns(void)
  * called by every wait that sleeps (rma_wait_idle) and by the transport's waits for MPI
  * requests, runs the watch function and, after a report, prints the peer and the reason
  * and ends the job (MPI_Abort). rma_peer_fail_ignore: MPI_Finalize has begun (peers close
- * their endpoints), reports are ignored from now on. */
+ * their endpoints and leave): reports are ignored from now on, those of every peer when of
+ * is NULL, else those of world ranks w < n with of[w] set (this process's MPI session
+ * outlives MPI_Finalize, with the peers whose sessions do too). */
 void rma_peer_watch_set(void (*fn)(void));
 void rma_peer_failed(int world_rank, const char *why);
 void rma_peer_poll(void);
-void rma_peer_fail_ignore(void);
+void rma_peer_fail_ignore(const unsigned char *of, int n);
 
 /* A sleeping wait's turn at what lies outside librma (idle.c): rma_peer_poll, and the MPI
  * library's own progress (MPI's progress rule: a peer may wait in MPI_Recv for this rank's
  * send). Nothing in a thread that called rma_wait_no_mpi (the progress agent), nor while
  * rma_wait_mpi_up says MPI's world is not up and no session is open (rma_wait_sessions:
- * +1 at MPI_Session_init, -1 at MPI_Session_finalize). */
+ * +1 at MPI_Session_init, -1 at MPI_Session_finalize; returns how many are open). */
 void rma_wait_idle(void);
 void rma_wait_no_mpi(void);
 void rma_wait_mpi_up(int up);
-void rma_wait_sessions(int delta);
+int rma_wait_sessions(int delta);
 /* A live window's same-node peer process (world rank), watched until as many unwatches */
 void rma_peer_watch_pid(int pid, int world_rank);
 void rma_peer_unwatch_pid(int pid);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "binding/next.h"
@@ -218,22 +219,24 @@ static __thread MPI_Comm err_comm = MPI_COMM_NULL; /* rma_err_comm_set */
 static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
 static MPI_Comm quiet = MPI_COMM_NULL;
 static MPI_Session quiet_session = MPI_SESSION_NULL; /* where it came from */
+static int quiet_world;                              /* MPI_Init's world is up */
+static MPI_Session *quiet_from;                      /* the sessions open, oldest first */
+static int quiet_nfrom, quiet_cap;
 
-void rma_quiet_open(MPI_Session session)
+/* Makes the quiet communicator from MPI_Init's world if it is up, else from the oldest
+ * session open; MPI_COMM_NULL when neither is (or MPI refused). Under quiet_lock. */
+static void quiet_make(void)
 {
+    MPI_Session session = quiet_world || quiet_nfrom == 0 ? MPI_SESSION_NULL : quiet_from[0];
     MPI_Comm comm = MPI_COMM_NULL;
     MPI_Group self;
 
-    pthread_mutex_lock(&quiet_lock);
-    if (quiet != MPI_COMM_NULL) {
-        pthread_mutex_unlock(&quiet_lock);
-        return;
-    }
-    if (session == MPI_SESSION_NULL) {
+    if (quiet_world) {
         if (PMPI_Comm_dup(MPI_COMM_SELF, &comm) == MPI_SUCCESS &&
             PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN) != MPI_SUCCESS)
             PMPI_Comm_free(&comm);
-    } else if (PMPI_Group_from_session_pset(session, "mpi://SELF", &self) == MPI_SUCCESS) {
+    } else if (session != MPI_SESSION_NULL &&
+               PMPI_Group_from_session_pset(session, "mpi://SELF", &self) == MPI_SUCCESS) {
         if (PMPI_Comm_create_from_group(self, "org.librma.quiet", MPI_INFO_NULL, MPI_ERRORS_RETURN,
                                         &comm) != MPI_SUCCESS)
             comm = MPI_COMM_NULL;
@@ -241,24 +244,47 @@ void rma_quiet_open(MPI_Session session)
     }
     quiet = comm;
     quiet_session = session;
+}
+
+void rma_quiet_open(MPI_Session session)
+{
+    pthread_mutex_lock(&quiet_lock);
+    if (session == MPI_SESSION_NULL) {
+        quiet_world = 1;
+    } else {
+        if (quiet_nfrom == quiet_cap) {
+            int cap = quiet_cap ? 2 * quiet_cap : 4;
+            MPI_Session *f = realloc(quiet_from, (size_t)cap * sizeof(*f));
+            if (f != NULL) {
+                quiet_from = f;
+                quiet_cap = cap;
+            }
+        }
+        if (quiet_nfrom < quiet_cap) /* else no memory: not a source */
+            quiet_from[quiet_nfrom++] = session;
+    }
+    if (quiet == MPI_COMM_NULL)
+        quiet_make();
     pthread_mutex_unlock(&quiet_lock);
 }
 
 void rma_quiet_close(MPI_Session session)
 {
-    int world = 0, ended = 1;
-
     pthread_mutex_lock(&quiet_lock);
-    if (quiet == MPI_COMM_NULL || quiet_session != session) {
-        pthread_mutex_unlock(&quiet_lock);
-        return;
+    if (session == MPI_SESSION_NULL)
+        quiet_world = 0;
+    for (int i = 0; session != MPI_SESSION_NULL && i < quiet_nfrom; i++)
+        if (quiet_from[i] == session) {
+            memmove(&quiet_from[i], &quiet_from[i + 1],
+                    (size_t)(quiet_nfrom - i - 1) * sizeof(*quiet_from));
+            quiet_nfrom--;
+            break;
+        }
+    if (quiet != MPI_COMM_NULL && quiet_session == session) {
+        PMPI_Comm_free(&quiet);
+        quiet_make(); /* from what is still open */
     }
-    PMPI_Comm_free(&quiet);
     pthread_mutex_unlock(&quiet_lock);
-    /* a session's ends while MPI_Init's world lives on: one from the world's MPI_COMM_SELF */
-    if (session != MPI_SESSION_NULL && PMPI_Initialized(&world) == MPI_SUCCESS && world &&
-        PMPI_Finalized(&ended) == MPI_SUCCESS && !ended)
-        rma_quiet_open(MPI_SESSION_NULL);
 }
 
 MPI_Comm rma_quiet_comm(void)

@@ -44,11 +44,12 @@ int rma_err_string(int code, char *out, int *len);
  * committed, does this op apply to that type) without touching MPI_COMM_SELF's or
  * MPI_COMM_WORLD's handler: those are the program's (in MPICH a communicator without a
  * handler of its own follows MPI_COMM_WORLD's, so a handler swapped and set back stays set
- * for good), and MPI_COMM_SELF does not exist in a program of sessions alone. Opened at
- * MPI_Init (session: MPI_SESSION_NULL; a duplicate of MPI_COMM_SELF) or at the first
- * MPI_Session_init (from that session's "mpi://SELF"), closed at MPI_Finalize or at the
- * finalize of the session it came from (then made again from MPI_COMM_SELF when MPI_Init's
- * world lives on). MPI_COMM_NULL while there is none. */
+ * for good), and MPI_COMM_SELF does not exist in a program of sessions alone.
+ * rma_quiet_open is called at MPI_Init (session: MPI_SESSION_NULL) and at each
+ * MPI_Session_init, rma_quiet_close at MPI_Finalize and at each MPI_Session_finalize. The
+ * communicator is a duplicate of MPI_COMM_SELF while MPI_Init's world is up, else it comes
+ * from the "mpi://SELF" of the oldest session open; it is made again when what it came
+ * from ends first. MPI_COMM_NULL while there is none. */
 void rma_quiet_open(MPI_Session session);
 void rma_quiet_close(MPI_Session session);
 MPI_Comm rma_quiet_comm(void);

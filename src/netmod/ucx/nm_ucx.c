@@ -1392,7 +1392,8 @@ static void wireup_wait(ucs_status_ptr_t r, int k, uint64_t deadline)
                 k / 2, WIREUP_WAIT_NS / 1e9, WIREUP_GRACE_NS / 1e9);
 }
 
-static void finish_wireup(void)
+/* ... of the endpoints to the peers w with which[w] set (NULL: every peer) */
+static void finish_wireup(const unsigned char *which)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
     ucs_status_ptr_t *reqs = calloc(2 * (size_t)ux.npeers, sizeof(*reqs));
@@ -1402,7 +1403,7 @@ static void finish_wireup(void)
     for (int k = 0; k < 2 * ux.npeers; k++) {
         ucp_ep_h ep = k % 2 ? ux.peers[k / 2].watch : ux.peers[k / 2].ep;
         ucs_status_ptr_t r;
-        if (ep == NULL)
+        if (ep == NULL || (which != NULL && !which[k / 2]))
             continue;
         r = k % 2 ? ww_ep_op(ep, 0) : ucp_ep_flush_nbx(ep, &p);
         if (reqs != NULL)
@@ -1415,26 +1416,59 @@ static void finish_wireup(void)
     free(reqs);
 }
 
-static void ucx_finalize(void (*all_here)(void))
+/* Which of the *size world ranks do not keep their transport at MPI_Finalize (netmod.h
+ * finalize), when some do: leaves[w] set for each; NULL when every rank leaves, the usual
+ * case. *any: some rank started the transport. Collective over MPI_COMM_WORLD; serves
+ * peers meanwhile. */
+static unsigned char *finalize_leavers(int keep, int *any, int *size)
 {
     MPI_Request req;
-    int any = 0, mine = ux.started;
+    int mine[2] = {ux.started != 0, keep != 0}, max[2] = {0, 0};
+    unsigned char k = (unsigned char)(keep != 0), *leaves;
+
+    /* a peer that died before it got here must not leave us waiting for it */
+    serve_until(PMPI_Iallreduce(mine, max, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req), &req);
+    *any = max[0];
+    if (!max[1])
+        return NULL;
+    PMPI_Comm_size(MPI_COMM_WORLD, size);
+    if ((leaves = malloc((size_t)*size)) == NULL) { /* every rank waits for this one's part */
+        fprintf(stderr, "librma: MPI_Finalize: no memory for the %d ranks' part; ending the job\n",
+                *size);
+        PMPI_Abort(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
+    }
+    serve_until(PMPI_Iallgather(&k, 1, MPI_BYTE, leaves, 1, MPI_BYTE, MPI_COMM_WORLD, &req), &req);
+    for (int w = 0; w < *size; w++)
+        leaves[w] = !leaves[w];
+    return leaves;
+}
+
+static void ucx_finalize(void (*all_here)(void), int keep)
+{
+    MPI_Request req;
+    int any = 0, size = 0;
+    unsigned char *leaves = finalize_leavers(keep, &any, &size);
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
 
     /* every operation was completed when its window was freed; once every rank is here,
      * connections still being set up are finished, then endpoints close at once (a
      * flushing close would wait on peers that may be tearing down already); the barrier
-     * keeps every target worker alive until all have closed theirs */
-    /* a peer that died before it got here must not leave us waiting for it */
-    serve_until(PMPI_Iallreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req), &req);
-    rma_peer_fail_ignore(); /* every rank is here: an endpoint that fails now was closed */
-    all_here();
-    if (!any)
+     * keeps every target worker alive until all have closed theirs. A rank that keeps
+     * closes only its endpoints to those that leave. Every rank is here: an endpoint that
+     * fails now was closed. */
+    rma_peer_fail_ignore(keep ? leaves : NULL, size);
+    if (!keep)
+        all_here();
+    if (!any) {
+        free(leaves);
         return;
-    if (mine) {
-        finish_wireup();
+    }
+    if (ux.started) {
+        finish_wireup(keep ? leaves : NULL);
         for (int w = 0; w < ux.npeers; w++) {
+            if (keep && !leaves[w])
+                continue;
             if (ux.peers[w].ep != NULL)
                 wait_req(ucp_ep_close_nbx(ux.peers[w].ep, &p));
             if (ux.peers[w].watch != NULL)
@@ -1442,10 +1476,11 @@ static void ucx_finalize(void (*all_here)(void))
             ux.peers[w].ep = ux.peers[w].watch = NULL;
         }
     }
+    free(leaves);
     /* the same barrier on every rank (a blocking barrier does not match a nonblocking one);
      * ours serves the others while they close (RMA_AGENT=off: nobody else drives it) */
     serve_until(PMPI_Ibarrier(MPI_COMM_WORLD, &req), &req);
-    if (!mine)
+    if (!ux.started || keep)
         return;
     rma_net_unserved = 0;
     rma_agent_progress_detach();
