@@ -584,8 +584,9 @@ typedef struct rma_netmod {
     int (*started)(void);
     /* Collective over comm (whose ranks have MPI_COMM_WORLD ranks world[]): makes sure every
      * rank can reach the others. need: some rank lacks an endpoint to some peer, agreed by
-     * all (the addresses then travel once). MPI_SUCCESS or an error class. */
-    int (*connect)(MPI_Comm comm, const int *world, int n, int need);
+     * all (the addresses then travel once). MPI_SUCCESS or an error class; *unreached: the
+     * world rank of a peer no transport reaches, or -1. */
+    int (*connect)(MPI_Comm comm, const int *world, int n, int need, int *unreached);
     /* 1 when this process has an endpoint to world rank w. */
     int (*has_ep)(int w);
     /* Fills t (ops, endpoint, what the endpoint's lanes can do) for world rank w. 0 or

@@ -210,14 +210,14 @@ static void win_node_msg_begin(rma_win_t *win, rank_info_t *me)
  * reaches it by cross-memory attach alone. */
 static void win_node_msg_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all)
 {
-    int need = 0;
+    int need = 0, unreached;
 
     for (int t = 0; t < win->nranks && win->node_msg; t++) {
         win->node_msg = all[t].node_msg;
         need |= all[t].need_ep;
     }
     if (win->node_msg)
-        (void)rma_net->connect(comm, win->world, win->nranks, need);
+        (void)rma_net->connect(comm, win->world, win->nranks, need, &unreached);
 }
 
 /* Gathers every rank's rank_info over comm into *all_p; fails on every rank when one of
@@ -467,9 +467,11 @@ typedef struct net_info {
     uint64_t ctl_raddr;  /* its mapping of its node's control segment */
     uint64_t data_raddr; /* its window memory (allocate flavors: inside that segment) */
     uint32_t ctl_len, data_len;
-    int32_t err; /* it could not register its memory */
-    int32_t pad;
+    int32_t err;       /* NET_*: what it could not do */
+    int32_t unreached; /* NET_CONNECT: the world rank it has no transport to */
 } net_info_t;
+
+enum { NET_OK, NET_CONNECT, NET_NO_MEM, NET_EXPOSE };
 
 /* Same-node targets not mapped here go through CMA; a write there waits while the owner
  * moves its memory (windows/expose.c), which its control slot says. */
@@ -576,7 +578,7 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
         return MPI_SUCCESS;
     for (int t = 0; t < win->nranks; t++)
         need |= all[t].need_ep;
-    rc = rma_net->connect(comm, win->world, win->nranks, need);
+    rc = rma_net->connect(comm, win->world, win->nranks, need, &me.unreached);
     me.ctl_raddr = (uintptr_t)win->seg;
     me.data_raddr = (uintptr_t)win->base;
     if (win->net_ctl == NULL) /* else: the segment is UCX's allocation, already mapped */
@@ -584,10 +586,13 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
     cm = win->net_ctl;
     if (data != NULL && len > 0 && dx == NULL)
         dx = win->net_data = dm = calloc(1, sizeof(*dm));
-    if (rc != MPI_SUCCESS || cm == NULL || (data != NULL && len > 0 && dx == NULL) ||
-        (!win->seg_ucx && rma_net->expose(win->seg, win->seg_len, cm) != 0) ||
-        (dm != NULL && rma_net->expose(data, len, dm) != 0))
-        me.err = 1;
+    if (rc != MPI_SUCCESS)
+        me.err = rc == MPI_ERR_NO_MEM ? NET_NO_MEM : NET_CONNECT;
+    else if (cm == NULL || (data != NULL && len > 0 && dx == NULL))
+        me.err = NET_NO_MEM;
+    else if ((!win->seg_ucx && rma_net->expose(win->seg, win->seg_len, cm) != 0) ||
+             (dm != NULL && rma_net->expose(data, len, dm) != 0))
+        me.err = NET_EXPOSE;
     if (!me.err) {
         me.ctl_len = (uint32_t)cm->blob_len;
         me.data_len = dx != NULL ? (uint32_t)dx->blob_len : 0;
@@ -597,7 +602,7 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
     lens = malloc((size_t)win->nranks * sizeof(int));
     displs = malloc((size_t)win->nranks * sizeof(int));
     if (mine == NULL || lens == NULL || displs == NULL) {
-        me.err = 1;
+        me.err = NET_NO_MEM;
         me.ctl_len = me.data_len = 0;
         mylen = (int)sizeof(me);
     }
@@ -629,11 +634,18 @@ static int win_net_setup(rma_win_t *win, MPI_Comm comm, const rank_info_t *all, 
             break;
         }
         in = (net_info_t *)(every + displs[t]);
-        if (in->err) {
+        if (in->err == NET_CONNECT)
+            rc = rma_err(NULL, func, MPI_ERR_OTHER,
+                         "rank %d has no UCX transport that reaches world rank %d (the "
+                         "transports: RMA_UCX_TLS, else UCX_TLS; doc/tuning.md)",
+                         t, in->unreached);
+        else if (in->err == NET_NO_MEM)
+            rc = rma_err(NULL, func, MPI_ERR_NO_MEM, "rank %d ran out of memory setting up UCX", t);
+        else if (in->err != NET_OK)
             rc = rma_err(NULL, func, MPI_ERR_OTHER,
                          "rank %d could not register its window memory with UCX", t);
+        if (rc != MPI_SUCCESS)
             break;
-        }
         if (tg->local)
             continue;
         if (rma_net->tgt_init(&tg->nm, win->world[t]) != 0) {

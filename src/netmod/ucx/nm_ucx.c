@@ -775,9 +775,11 @@ static void watch_flushed(void *req, ucs_status_t st, void *user)
  * slower data path, different ordering), and a worker that has a tcp endpoint polls its
  * sockets in every progress call (put + flush over shared memory 0.16 -> 0.4 us). Its flush
  * starts the connection. Without a transport that can watch (UCX_TLS without tcp) there is
- * none: a dead peer then ends the job only through the process manager. */
+ * none: a dead peer then ends the job only through the process manager. The transports are
+ * the same for every peer, so that is found (and said) once per process, not per peer. */
 static void watch_create(int w, const ucp_address_t *addr)
 {
+    static int cannot; /* under ux.lock (ucx_connect) */
     ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                                         UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                                         UCP_EP_PARAM_FIELD_ERR_HANDLER,
@@ -787,6 +789,9 @@ static void watch_create(int w, const ucp_address_t *addr)
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = watch_flushed};
     int ok;
 
+    ux.peers[w].watch = NULL;
+    if (cannot)
+        return;
     pthread_mutex_lock(&ux.ww_mtx); /* every use of the watch worker */
     ok = ucp_ep_create(ux.ww, &ep, &ux.peers[w].watch) == UCS_OK;
     if (ok)
@@ -794,11 +799,10 @@ static void watch_create(int w, const ucp_address_t *addr)
     else
         ux.peers[w].watch = NULL;
     pthread_mutex_unlock(&ux.ww_mtx);
-    if (!ok)
-        fprintf(stderr,
-                "librma: no UCX transport can watch world rank %d for failure: if it dies, "
-                "only the process manager ends the job\n",
-                w);
+    if (!ok && (cannot = 1) && rma_env.verbose)
+        fprintf(stderr, "librma: no transport of librma's UCX handles peer failure (tcp does; see "
+                        "RMA_UCX_TLS, UCX_TLS): if an off-node peer dies, only the process manager "
+                        "ends the job\n");
 }
 
 static int ep_create(int w, const ucp_address_t *addr, const ucp_address_t *waddr)
@@ -816,12 +820,13 @@ static int ep_create(int w, const ucp_address_t *addr, const ucp_address_t *wadd
     return 0;
 }
 
-static int ucx_connect(MPI_Comm comm, const int *world, int n, int need)
+static int ucx_connect(MPI_Comm comm, const int *world, int n, int need, int *unreached)
 {
     int mine[2] = {(int)(ux.taddr_len + ux.waddr_len), (int)ux.taddr_len}, total = 0, me;
     int *lens = NULL, *tlens = NULL, *displs = NULL, rc = MPI_SUCCESS;
     char *all = NULL, *blob = NULL;
 
+    *unreached = -1;
     if (!need)
         return MPI_SUCCESS;
     PMPI_Comm_rank(comm, &me);
@@ -852,8 +857,10 @@ static int ucx_connect(MPI_Comm comm, const int *world, int n, int need)
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
         if (i != me && world[i] >= 0 && world[i] < ux.npeers && ux.peers[world[i]].ep == NULL &&
             ep_create(world[i], (const ucp_address_t *)(all + displs[i]),
-                      (const ucp_address_t *)(all + displs[i] + tlens[i])) != 0)
+                      (const ucp_address_t *)(all + displs[i] + tlens[i])) != 0) {
+            *unreached = world[i];
             rc = MPI_ERR_OTHER;
+        }
     pthread_mutex_unlock(&ux.lock);
 out:
     free(all), free(blob), free(displs), free(tlens), free(lens);
