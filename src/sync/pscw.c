@@ -132,7 +132,7 @@ void rma_pscw_wait_post(rma_win_t *win, int t)
         rma_backoff(&bo);
     }
     win->post_seen[t]++;
-    tg->access = 1;
+    __atomic_store_n(&tg->access, 1, __ATOMIC_RELEASE); /* read by other threads' rma_xfer */
     atomic_store_explicit(&tg->start_pending, 0, memory_order_release);
 }
 

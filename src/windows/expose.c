@@ -72,23 +72,35 @@ static void wait_taken(rma_ctl_rank_t *cr, uint64_t cost_ns)
 
 /* Origin: reaching target tg's memory (a window or region of region_len bytes) cost cost_ns
  * more. 1 when what it cost so far reached what moving that memory would cost: the owner
- * is to be asked now, and again only after as much traffic again (it may have refused). */
+ * is to be asked now, and again only after as much traffic again (it may have refused).
+ * Threads of this process note at once: each adds its cost, and one of them is told. */
 static int move_paid(rma_target_t *tg, uint64_t cost_ns, size_t region_len)
 {
-    if (tg->cma_budget == 0)
-        tg->cma_budget = MOVE_FIXED_NS + region_len / 8;
-    tg->cma_ns += cost_ns;
-    if (tg->cma_ns < tg->cma_budget)
-        return 0;
-    tg->cma_budget = 2 * tg->cma_ns;
-    return 1;
+    uint64_t budget = 0, ns;
+
+    atomic_compare_exchange_strong_explicit(&tg->cma_budget, &budget,
+                                            MOVE_FIXED_NS + region_len / 8, memory_order_relaxed,
+                                            memory_order_relaxed);
+    budget = atomic_load_explicit(&tg->cma_budget, memory_order_relaxed);
+    ns = atomic_fetch_add_explicit(&tg->cma_ns, cost_ns, memory_order_relaxed) + cost_ns;
+    return ns >= budget &&
+           atomic_compare_exchange_strong_explicit(&tg->cma_budget, &budget, 2 * ns,
+                                                   memory_order_relaxed, memory_order_relaxed);
+}
+
+/* The target's memory moved, or its regions changed: its traffic is counted afresh. */
+static void cost_reset(rma_target_t *tg)
+{
+    atomic_store_explicit(&tg->cma_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&tg->cma_budget, 0, memory_order_relaxed);
 }
 
 void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, size_t region_len)
 {
     rma_target_t *tg = &win->targets[trank];
     rma_ctl_rank_t *cr = rma_ctl_rank(win->ctl, trank);
-    unsigned calls = atomic_load_explicit(&tg->nm.cma_calls, memory_order_relaxed);
+    unsigned calls = atomic_load_explicit(&tg->nm.cma_calls, memory_order_relaxed),
+             seen = atomic_load_explicit(&tg->cma_calls, memory_order_relaxed);
     int fd;
 
     if (!rma_env.create_remap || trank == win->rank)
@@ -97,15 +109,19 @@ void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, s
         /* a region attached, detached or moved since: its traffic is counted afresh, the
          * doubling kept for an owner that refused the same regions */
         uint64_t gen = atomic_load_explicit(&cr->dyn_seq, memory_order_acquire);
-        if (gen != tg->cma_gen) {
-            tg->cma_gen = gen;
-            tg->cma_ns = tg->cma_budget = 0;
-        }
+        if (atomic_exchange_explicit(&tg->cma_gen, gen, memory_order_relaxed) != gen)
+            cost_reset(tg);
     }
     /* the calls the transport made since the last note (held transfers sent by a flush
-     * among them), and this transfer */
-    uint64_t cost = (uint64_t)(calls - tg->cma_calls) * CMA_CALL_NS + CMA_PIECE_NS + bytes / 10;
-    tg->cma_calls = calls;
+     * among them), and this transfer; another thread's note may have counted ours */
+    do {
+        if ((int)(calls - seen) < 0) {
+            seen = calls;
+            break;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&tg->cma_calls, &seen, calls,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    uint64_t cost = (uint64_t)(calls - seen) * CMA_CALL_NS + CMA_PIECE_NS + bytes / 10;
     if (!move_paid(tg, cost, region_len))
         return;
     fd = atomic_load_explicit(&cr->agent_fd, memory_order_acquire);
@@ -113,7 +129,7 @@ void rma_expose_note(rma_win_t *win, int trank, uintptr_t taddr, size_t bytes, s
         return;
     atomic_store_explicit(&cr->move_addr, (uint64_t)taddr, memory_order_release);
     rma_agent_kick(tg->pid, fd);
-    wait_taken(cr, tg->cma_ns);
+    wait_taken(cr, atomic_load_explicit(&tg->cma_ns, memory_order_relaxed));
 }
 
 void rma_expose_refresh(rma_win_t *win, int trank)
@@ -485,7 +501,7 @@ void rma_expose_note_net(rma_win_t *win, int trank, uintptr_t taddr, size_t byte
             atomic_load_explicit((_Atomic uint64_t *)(tg->nm.ctl_map + off), memory_order_acquire);
         if (seq != 0 && !(seq & 1) && seq != tg->expose_seen) {
             tg->expose_seen = seq;
-            tg->cma_ns = tg->cma_budget = 0; /* as rma_expose_note: counted afresh */
+            cost_reset(tg); /* as rma_expose_note */
             if (win->flavor == MPI_WIN_FLAVOR_CREATE)
                 move_fetch(win, trank);
             else if (rma_ctl_flush(win, trank) == 0) /* the table maps it when quiet */

@@ -171,26 +171,27 @@ typedef struct rma_target {
                                       (2: a thread is consuming it; rma_pscw_wait_post) */
     uintptr_t map_lo;              /* target addresses [map_lo, map_lo + map_len) are mapped ... */
     size_t map_len;
-    char *map_local;      /* ... here, starting at map_local (NULL: nothing mapped) */
-    int pid;              /* target process (CMA) */
-    int local;            /* same node: its control words are mapped here */
-    int node;             /* off node: its node's index in win->reps */
-    int lidx;             /* its index among the window's ranks of its node (its row of the
+    char *map_local;             /* ... here, starting at map_local (NULL: nothing mapped) */
+    int pid;                     /* target process (CMA) */
+    int local;                   /* same node: its control words are mapped here */
+    int node;                    /* off node: its node's index in win->reps */
+    int lidx;                    /* its index among the window's ranks of its node (its row of the
                              posts in that node's control segment) */
-    rma_nm_tgt_t nm;      /* how bytes and words not mapped here reach it (netmod.h) */
-    int lock_holders;     /* threads of ours inside MPI_Win_lock epochs on this target */
-    uint64_t expose_seen; /* create windows: the target's expose_seq mapped here (off node:
+    rma_nm_tgt_t nm;             /* how bytes and words not mapped here reach it (netmod.h) */
+    int lock_holders;            /* threads of ours inside MPI_Win_lock epochs on this target */
+    uint64_t expose_seen;        /* create windows: the target's expose_seq mapped here (off node:
                            * last seen published; dynamic windows: its dyn_seq) */
-    uint64_t cma_ns;      /* estimated time spent reaching the target through CMA (off
-                           * node: through UCX's emulation of RDMA) */
-    uint64_t cma_budget;  /* ... at which to ask the target to move its memory */
-    uint64_t cma_gen;     /* ... both for the target's regions as of this dyn_seq (a
-                           * dynamic window's regions come and go and move: each new
-                           * state starts afresh) */
-    void *move_key;       /* off node: the key of the block the target moved its memory
+    _Atomic uint64_t cma_ns;     /* estimated time spent reaching the target through CMA
+                                  * (off node: through UCX's emulation of RDMA), by every
+                                  * thread of ours */
+    _Atomic uint64_t cma_budget; /* ... at which to ask the target to move its memory */
+    _Atomic uint64_t cma_gen;    /* ... both for the target's regions as of this dyn_seq (a
+                                  * dynamic window's regions come and go and move: each new
+                                  * state starts afresh) */
+    void *move_key;              /* off node: the key of the block the target moved its memory
                            * onto, mapped at nm.data_map (expose.c) */
-    unsigned cma_calls;   /* ... the transport's calls counted in it (nm.cma_calls) */
-    rma_peer_seg_t *segs; /* dynamic windows: cached mappings of the target's segments */
+    _Atomic unsigned cma_calls;  /* ... the transport's calls counted in it (nm.cma_calls) */
+    rma_peer_seg_t *segs;        /* dynamic windows: cached mappings of the target's segments */
     int nsegs, segs_cap;
     const rma_dyn_region_t *dtab; /* dynamic windows: the target's region table mapped here */
     size_t dtab_len;

@@ -438,6 +438,14 @@ struct rma_hx_agg {
     char buf[];
 };
 
+/* nm's aggregation buffer: made by the first thread that holds something back and
+ * published with a compare-and-swap (agg_open), so read with acquire: what its maker wrote
+ * into it is seen here */
+static inline rma_hx_agg_t *agg_of(const rma_nm_tgt_t *nm)
+{
+    return __atomic_load_n(&nm->agg, __ATOMIC_ACQUIRE);
+}
+
 static void agg_lock(rma_hx_agg_t *a)
 {
     rma_backoff_t bo = RMA_BACKOFF_INIT;
@@ -540,7 +548,7 @@ static int agg_send_locked(rma_nm_tgt_t *nm, rma_hx_agg_t *a, int flush, const h
 
 static int agg_send_held(rma_nm_tgt_t *nm, int flush)
 {
-    rma_hx_agg_t *a = nm->agg;
+    rma_hx_agg_t *a = agg_of(nm);
     int rc;
 
     agg_lock(a);
@@ -577,7 +585,7 @@ static int agg_holds_all(rma_nm_tgt_t *nm)
 static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_agg_t **a_p)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
-    rma_hx_agg_t *a = nm->agg;
+    rma_hx_agg_t *a = agg_of(nm);
 
     if (nm->aggregate == 0 || n > nm->aggregate || nrec > HX_MAX_REC ||
         (nm->way.small != 0 && !rma_nm_way_msg(nm))) /* same node, by cross-memory attach */
@@ -592,7 +600,7 @@ static int agg_open(rma_win_t *win, int trank, uint32_t nrec, size_t n, rma_hx_a
         a->gets = (rma_hx_t){.win = win, .trank = trank};
         if (!__atomic_compare_exchange_n(&nm->agg, &none, a, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             free(a); /* another thread's came first */
-        a = nm->agg;
+        a = agg_of(nm);
         if (!agg_holds_all(nm)) {
             atomic_store_explicit(&nm->primed, 1, memory_order_relaxed);
             return 1;
@@ -738,7 +746,7 @@ static int agg_acc(rma_hx_t *hx, int op, MPI_Datatype basic, const char *opk)
 int rma_hx_agg_shared(rma_win_t *win, int trank)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
-    rma_hx_agg_t *a = nm->agg;
+    rma_hx_agg_t *a = agg_of(nm);
     int rc = 0;
 
     if (a == NULL)
@@ -764,7 +772,7 @@ int rma_hx_agg_shared(rma_win_t *win, int trank)
 int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v, int puts_only)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
-    rma_hx_agg_t *a = nm->agg;
+    rma_hx_agg_t *a = agg_of(nm);
     int rc;
 
     if (a == NULL)
@@ -782,7 +790,7 @@ int rma_hx_agg_notify(rma_win_t *win, int trank, size_t off, uint64_t v, int put
 int rma_hx_notify_quiet(rma_win_t *win, int trank, size_t off, uint64_t v)
 {
     rma_nm_tgt_t *nm = &win->targets[trank].nm;
-    rma_hx_agg_t *a = nm->agg;
+    rma_hx_agg_t *a = agg_of(nm);
     int rc;
 
     if (a == NULL) { /* aggregation off: the notification alone */
@@ -807,18 +815,19 @@ int rma_hx_notify_quiet(rma_win_t *win, int trank, size_t off, uint64_t v)
 
 int rma_hx_agg_holds(const rma_nm_tgt_t *nm)
 {
-    return nm->agg != NULL && (nm->agg->nrec > 0 || nm->agg->gets.nruns > 0);
+    const rma_hx_agg_t *a = agg_of(nm);
+
+    return a != NULL && (a->nrec > 0 || a->gets.nruns > 0);
 }
 
 int rma_hx_in_flight(rma_nm_tgt_t *nm)
 {
-    return atomic_load_explicit(&nm->hx_out, memory_order_acquire) > 0 ||
-           (nm->agg != NULL && (nm->agg->nrec > 0 || nm->agg->gets.nruns > 0));
+    return atomic_load_explicit(&nm->hx_out, memory_order_acquire) > 0 || rma_hx_agg_holds(nm);
 }
 
 void rma_hx_agg_free(rma_nm_tgt_t *nm)
 {
-    rma_hx_agg_t *a = nm->agg;
+    rma_hx_agg_t *a = agg_of(nm);
 
     if (a == NULL)
         return;
@@ -930,7 +939,7 @@ int rma_hx_acc(rma_hx_t *hx, int kind, int op, MPI_Datatype basic, size_t esize,
         return rc;
     }
     /* accumulates from one origin take effect in issue order: what is held back goes first */
-    if (nm->agg != NULL && (rc = agg_send_held(nm, 0)) != 0)
+    if (agg_of(nm) != NULL && (rc = agg_send_held(nm, 0)) != 0)
         return rc;
     if (blen > sizeof(stack) && (body = malloc(blen)) == NULL)
         return -ENOMEM;

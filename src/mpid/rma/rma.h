@@ -222,7 +222,7 @@ static inline int rma_xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocou
         rma_target_t *tg = &win->targets[trank];
         size_t n = (size_t)ocount * RMA_DT_BUILTIN_SIZE(otype);
         char *dst;
-        if (rma_likely((win->all_access | tg->access) &&
+        if (rma_likely((win->all_access | __atomic_load_n(&tg->access, __ATOMIC_ACQUIRE)) &&
                        (dst = rma_direct_addr(tg, tdisp, n)) != NULL)) {
             win->ops_in_fence = 1;
             if (kind == RMA_PUT)

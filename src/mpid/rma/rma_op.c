@@ -382,8 +382,10 @@ int rma_target_resolve(rma_win_t *win, int trank, MPI_Aint tdisp, const rma_dtl_
     rma_expose_refresh(win, trank); /* create memory its owner may have moved since */
     out->taddr = tg->remote_base + (uintptr_t)off;
     out->region = (size_t)tg->size;
-    if (tg->map_local != NULL)
-        span_map(win, out, tg->map_lo, tg->map_len, tg->map_local, lo, hi);
+    /* map_len first, as rma_direct_addr reads it: published last by another thread */
+    size_t mlen = __atomic_load_n(&tg->map_len, __ATOMIC_ACQUIRE);
+    if (mlen != 0 && tg->map_local != NULL)
+        span_map(win, out, tg->map_lo, mlen, tg->map_local, lo, hi);
     else if (!tg->local && tg->nm.data_map != NULL)
         span_map(win, out, tg->remote_base, (size_t)tg->size, tg->nm.data_map, lo, hi);
     return MPI_SUCCESS;
