@@ -23,8 +23,10 @@
  * exclusive one); an exclusive locker first tries 0 -> EXCL, else registers as a waiter and
  * takes the word when no holder is left. The window's global word at rank 0 (lock_g) makes
  * lock_all one atomic: lock_all counts itself there and steps back while exclusive locks
- * are held or wanted; an exclusive locker counts itself there first and waits for running
- * lock_all epochs to end (foMPI's two-level scheme). Every call returns 0 or -errno. */
+ * are held or wanted, as a waiter; an exclusive locker counts itself there first, steps
+ * back while a lock_all waits (so a stream of exclusive lockers cannot starve it), and
+ * waits for running lock_all epochs to end (foMPI's two-level scheme, with waiters both
+ * ways). Every call returns 0 or -errno. */
 
 #define LOCK_OFF(win, t) RMA_CTL_OFF(win, t, lock)
 #define LOCKG_OFF(win)   RMA_CTL_OFF(win, 0, lock_g)
@@ -115,9 +117,15 @@ static int lock_acquire(rma_win_t *win, int rank, int lock_type)
 
     if (lock_type == MPI_LOCK_SHARED)
         return lock_shared(win, rank, LOCK_OFF(win, rank), SHARED_BUSY);
-    /* count ourselves at the global word, then wait for lock_all epochs to drain */
-    if ((rc = rma_ctl_fadd(win, 0, LOCKG_OFF(win), RMA_LOCKG_EXCL, &old)) != 0)
+    /* count ourselves at the global word, after any lock_all that waits there ... */
+    while ((rc = rma_ctl_fadd(win, 0, LOCKG_OFF(win), RMA_LOCKG_EXCL, &old)) == 0 &&
+           (old & RMA_LOCKG_WAITS) != 0)
+        if ((rc = rma_ctl_fadd(win, 0, LOCKG_OFF(win), NEG(RMA_LOCKG_EXCL), &old)) != 0 ||
+            (rc = word_wait_clear(win, 0, LOCKG_OFF(win), RMA_LOCKG_WAITS)) != 0)
+            return rc;
+    if (rc != 0)
         return rc;
+    /* ... then wait for running lock_all epochs to drain */
     if ((old & RMA_LOCKG_ALL) != 0 && (rc = word_wait_clear(win, 0, LOCKG_OFF(win), RMA_LOCKG_ALL)))
         return rc;
     return lock_exclusive(win, rank);
@@ -285,9 +293,25 @@ static int lock_release(rma_win_t *win, int rank, int lock_type)
     return rma_ctl_signal(win, 0, LOCKG_OFF(win), NEG(RMA_LOCKG_EXCL));
 }
 
+/* Counted as a holder at once where no exclusive lock is held or wanted; else counted as a
+ * waiter (one add steps back and registers), which exclusive lockers that come later let
+ * go first, until none is left (one add turns the waiter into a holder, or back again
+ * when an exclusive locker counted itself before it saw the waiter). */
 static int lock_all_acquire(rma_win_t *win)
 {
-    return lock_shared(win, 0, LOCKG_OFF(win), ~RMA_LOCKG_ALL);
+    size_t off = LOCKG_OFF(win);
+    uint64_t old;
+    int rc;
+
+    if ((rc = rma_ctl_fadd(win, 0, off, 1, &old)) != 0 || !(old & RMA_LOCKG_EXCLS))
+        return rc;
+    do {
+        if ((rc = rma_ctl_fadd(win, 0, off, RMA_LOCKG_WAIT - 1, &old)) != 0 ||
+            (rc = word_wait_clear(win, 0, off, RMA_LOCKG_EXCLS)) != 0 ||
+            (rc = rma_ctl_fadd(win, 0, off, 1 - RMA_LOCKG_WAIT, &old)) != 0)
+            return rc;
+    } while (old & RMA_LOCKG_EXCLS);
+    return 0;
 }
 
 /* Every off-node target's operations are complete there (flush_all, unlock_all). */

@@ -33,7 +33,7 @@
 /* ------------------------------------------------------------------ control segment */
 
 #define RMA_CTL_MAGIC   0x726d61636c74726cULL /* "rmacltrl" */
-#define RMA_CTL_VERSION 4
+#define RMA_CTL_VERSION 5
 #define RMA_ACC_NLOCKS  256 /* accumulate lock stripes per window (see doc/atomicity.md) */
 
 /* Lock word of one target (sync/lock.c): bit 63 = held exclusive, bits 32..62 = exclusive
@@ -41,11 +41,15 @@
 #define RMA_LOCK_EXCL   (UINT64_C(1) << 63)
 #define RMA_LOCK_WAITER (UINT64_C(1) << 32)
 #define RMA_LOCK_SHARED UINT64_C(0xffffffff)
-/* The window's global lock word (rank 0's lock_g): bits 32..63 = exclusive locks held or
- * wanted anywhere, bits 0..31 = lock_all epochs (foMPI's two-level scheme: lock_all is one
- * atomic here, not one per target). */
-#define RMA_LOCKG_EXCL  UINT64_C(0x100000000)
-#define RMA_LOCKG_ALL   UINT64_C(0xffffffff)
+/* The window's global lock word (rank 0's lock_g): bits 40..63 = exclusive locks held or
+ * wanted anywhere, bits 20..39 = lock_all epochs waiting for them (exclusive lockers that
+ * come later let these first), bits 0..19 = lock_all epochs held (foMPI's two-level scheme:
+ * lock_all is one atomic here, not one per target). */
+#define RMA_LOCKG_EXCL  (UINT64_C(1) << 40)
+#define RMA_LOCKG_EXCLS (~UINT64_C(0) << 40)
+#define RMA_LOCKG_WAIT  (UINT64_C(1) << 20)
+#define RMA_LOCKG_WAITS (UINT64_C(0xfffff) << 20)
+#define RMA_LOCKG_ALL   UINT64_C(0xfffff)
 
 /* Per-rank synchronization state, one cache line each concept. Every node's control
  * segment has a slot for every rank (sync/ctl.h): a rank's own words live in its node's. */
