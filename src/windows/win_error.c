@@ -342,7 +342,9 @@ int rma_err(rma_win_t *win, const char *func, int errclass, const char *fmt, ...
     } else {
         where[0] = '\0';
     }
-    snprintf(text, sizeof(text), "%s%s: %s [%s]", func, where, reason, class_name(errclass));
+    if (snprintf(text, sizeof(text), "%s%s: %s [%s]", func, where, reason, class_name(errclass)) >=
+        (int)sizeof(text))
+        memcpy(text + sizeof(text) - 4, "...", 4); /* a reason too long for MPI's strings */
     code = err_code(errclass, text);
     if (win == NULL) {
         PMPI_Comm_get_errhandler(comm, &eh);

@@ -331,7 +331,7 @@ static int hx_send(rma_hx_t *hx, int held)
                       (hx->write ? (hx->bytes < max_bytes ? (size_t)hx->bytes : max_bytes) : 0);
     char *body = malloc(body_cap);
     int ri = 0, rc = 0, gets = 0;
-    uint64_t rp = 0, lo, hi;
+    uint64_t rp = 0, lo = 0, hi = 0;
 
     if (body == NULL)
         return -ENOMEM;
