@@ -110,7 +110,10 @@ static int lock_exclusive(rma_win_t *win, int t)
     }
 }
 
-static int lock_acquire(rma_win_t *win, int rank, int lock_type)
+/* holds_excl: this process holds an exclusive lock on the window already; it does not step
+ * back for a waiting lock_all, which waits for that lock (a process that locks targets in
+ * one order must not deadlock with a lock_all: MPI_Win_lock_all is not ordered). */
+static int lock_acquire(rma_win_t *win, int rank, int lock_type, int holds_excl)
 {
     uint64_t old;
     int rc;
@@ -119,7 +122,7 @@ static int lock_acquire(rma_win_t *win, int rank, int lock_type)
         return lock_shared(win, rank, LOCK_OFF(win, rank), SHARED_BUSY);
     /* count ourselves at the global word, after any lock_all that waits there ... */
     while ((rc = rma_ctl_fadd(win, 0, LOCKG_OFF(win), RMA_LOCKG_EXCL, &old)) == 0 &&
-           (old & RMA_LOCKG_WAITS) != 0)
+           (old & RMA_LOCKG_WAITS) != 0 && !holds_excl)
         if ((rc = rma_ctl_fadd(win, 0, LOCKG_OFF(win), NEG(RMA_LOCKG_EXCL), &old)) != 0 ||
             (rc = word_wait_clear(win, 0, LOCKG_OFF(win), RMA_LOCKG_WAITS)) != 0)
             return rc;
@@ -306,9 +309,13 @@ static int lock_all_acquire(rma_win_t *win)
     if ((rc = rma_ctl_fadd(win, 0, off, 1, &old)) != 0 || !(old & RMA_LOCKG_EXCLS))
         return rc;
     do {
-        if ((rc = rma_ctl_fadd(win, 0, off, RMA_LOCKG_WAIT - 1, &old)) != 0 ||
-            (rc = word_wait_clear(win, 0, off, RMA_LOCKG_EXCLS)) != 0 ||
-            (rc = rma_ctl_fadd(win, 0, off, 1 - RMA_LOCKG_WAIT, &old)) != 0)
+        if ((rc = rma_ctl_fadd(win, 0, off, RMA_LOCKG_WAIT - 1, &old)) != 0)
+            return rc;
+        if ((rc = word_wait_clear(win, 0, off, RMA_LOCKG_EXCLS)) != 0) {
+            (void)rma_ctl_fadd(win, 0, off, NEG(RMA_LOCKG_WAIT), &old); /* if it still can */
+            return rc;
+        }
+        if ((rc = rma_ctl_fadd(win, 0, off, 1 - RMA_LOCKG_WAIT, &old)) != 0)
             return rc;
     } while (old & RMA_LOCKG_EXCLS);
     return 0;
@@ -479,7 +486,7 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
     tg->lock_nocheck = (assert &MPI_MODE_NOCHECK) != 0;
     if (!tg->lock_nocheck && !(lock_type == MPI_LOCK_SHARED && lazy_arm(win, rank))) {
         lazy_lock_t *first = lazy_claim(win); /* taken in the order asked for */
-        int frank = first != NULL ? first->rank : rank, lrc = 0;
+        int frank = first != NULL ? first->rank : rank, lrc = 0, holds = win->nexcl > 0;
         tg->lock_pending = 1;
         win->locks_pending++;
         state_unlock(win);
@@ -487,7 +494,7 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
             lrc = lazy_take(first);
         if (lrc == 0) {
             frank = rank;
-            lrc = lock_acquire(win, rank, lock_type);
+            lrc = lock_acquire(win, rank, lock_type, holds);
         }
         state_lock(win);
         win->locks_pending--;
@@ -500,6 +507,7 @@ int rma_lock(rma_win_t *win, int lock_type, int rank, int assert)
     }
     tg->lock_type = (uint8_t)lock_type;
     tg->lock_holders = 1;
+    win->nexcl += lock_type == MPI_LOCK_EXCLUSIVE && !tg->lock_nocheck;
     win->sync_gen++;
     tg->access = 1;
     win->nlocks++;
@@ -540,6 +548,7 @@ int rma_unlock(rma_win_t *win, int rank)
     int lrc = tg->lock_nocheck ? rma_ctl_flush(win, rank) : lock_release(win, rank, tg->lock_type);
     if (lrc != 0)
         rc = rma_ctl_fail(win, func, rank, lrc);
+    win->nexcl -= tg->lock_type == MPI_LOCK_EXCLUSIVE && !tg->lock_nocheck;
     tg->lock_type = 0;
     tg->access = 0;
     if (--win->nlocks == 0)

@@ -83,7 +83,7 @@ static int move_paid(rma_target_t *tg, uint64_t cost_ns, size_t region_len)
                                             memory_order_relaxed);
     budget = atomic_load_explicit(&tg->cma_budget, memory_order_relaxed);
     ns = atomic_fetch_add_explicit(&tg->cma_ns, cost_ns, memory_order_relaxed) + cost_ns;
-    return ns >= budget &&
+    return budget != 0 && ns >= budget && /* 0: another thread's cost_reset came between */
            atomic_compare_exchange_strong_explicit(&tg->cma_budget, &budget, 2 * ns,
                                                    memory_order_relaxed, memory_order_relaxed);
 }

@@ -308,6 +308,7 @@ typedef struct rma_win {
     uint64_t complete_expected; /* completes to wait for as a target */
     int exposure_open;
     int nlocks;                       /* targets locked with MPI_Win_lock */
+    int nexcl;                        /* ... exclusive, counted at the global lock word */
     struct rma_lazy_lock *lazy_armed; /* the one lock left for later while no other is held
                                          (sync/lock.c), or NULL */
     int lock_all_nocheck;       /* MPI_Win_lock_all with MPI_MODE_NOCHECK: no lock words held */
