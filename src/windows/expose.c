@@ -76,14 +76,15 @@ static void wait_taken(rma_ctl_rank_t *cr, uint64_t cost_ns)
  * Threads of this process note at once: each adds its cost, and one of them is told. */
 static int move_paid(rma_target_t *tg, uint64_t cost_ns, size_t region_len)
 {
-    uint64_t budget = 0, ns;
+    uint64_t first = MOVE_FIXED_NS + region_len / 8, budget = 0, ns;
 
-    atomic_compare_exchange_strong_explicit(&tg->cma_budget, &budget,
-                                            MOVE_FIXED_NS + region_len / 8, memory_order_relaxed,
-                                            memory_order_relaxed);
-    budget = atomic_load_explicit(&tg->cma_budget, memory_order_relaxed);
+    /* the budget in force: the one set here when there was none (a CAS that fails reads it),
+     * so never 0; a cost_reset after this makes the CAS below fail */
+    if (atomic_compare_exchange_strong_explicit(&tg->cma_budget, &budget, first,
+                                                memory_order_relaxed, memory_order_relaxed))
+        budget = first;
     ns = atomic_fetch_add_explicit(&tg->cma_ns, cost_ns, memory_order_relaxed) + cost_ns;
-    return budget != 0 && ns >= budget && /* 0: another thread's cost_reset came between */
+    return ns >= budget &&
            atomic_compare_exchange_strong_explicit(&tg->cma_budget, &budget, 2 * ns,
                                                    memory_order_relaxed, memory_order_relaxed);
 }
