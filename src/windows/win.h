@@ -254,6 +254,9 @@ typedef struct rma_win {
     _Atomic int handed;       /* copies the progress agent makes for this window's
                                  request-based operations and has not finished
                                  (rma_xfer_drain) */
+    /* ... the bytes they write [0] and read [1], each [lo, hi) over the copies handed over
+     * since none was left: a later operation touching them waits */
+    _Atomic uintptr_t handed_at[2][2];
     uint64_t sync_gen;  /* epochs opened (off-node region tables are checked once per epoch) */
     uint64_t bar_epoch; /* barriers entered on this window */
 

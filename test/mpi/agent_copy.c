@@ -11,7 +11,10 @@
  * RMA_AGENT_CPU set (the agent needs a core of its own) in the off-node topologies, in
  * every RMA_AGENT mode; elsewhere, and with RMA_AGENT=off (no agent), nothing is handed
  * over and the counts must be 0. Create and dynamic windows hand copies over once their
- * memory moved, so only where librma can move memory (RMAX_Memory_moves).
+ * memory moved, so only where librma can move memory (RMAX_Memory_moves). Several copies
+ * are in flight at once (slots 6 and 7), and later operations on bytes they touch - a put
+ * and a get on the window's side, a get into a buffer a copy writes - must act after them,
+ * in the program's order.
  */
 #include <rma_ext.h> /* before rmatest.h: its rt_moves */
 
@@ -21,7 +24,7 @@
 
 #define ROW   1024
 #define BYTES (256 << 10) /* one transfer */
-#define SLOTS 6           /* transfers' places in the window */
+#define SLOTS 8           /* transfers' places in the window */
 
 static int rank, right, left;
 
@@ -65,7 +68,9 @@ static int run(int flavor, int handing)
     MPI_Datatype t;
     MPI_Aint base = 0, rbase;
     long long by_agent = -1, before;
-    const char *fl = flavor == RT_ALLOCATE ? "allocate" : flavor == RT_CREATE ? "create" : "dynamic";
+    const char *fl = flavor == RT_ALLOCATE ? "allocate"
+                     : flavor == RT_CREATE ? "create"
+                                           : "dynamic";
 
     src = malloc(SLOTS * (size_t)BYTES);
     dst = malloc(SLOTS * (size_t)BYTES);
@@ -74,8 +79,8 @@ static int run(int flavor, int handing)
                                 &win));
     } else if (flavor == RT_CREATE) {
         mem = malloc(SLOTS * (size_t)BYTES);
-        MPI_OK(MPI_Win_create(mem, SLOTS * (MPI_Aint)BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-                              &win));
+        MPI_OK(
+            MPI_Win_create(mem, SLOTS * (MPI_Aint)BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     } else {
         mem = malloc(SLOTS * (size_t)BYTES);
         MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
@@ -83,8 +88,8 @@ static int run(int flavor, int handing)
         MPI_Get_address(mem, &base);
     }
     /* the right neighbour's displacement of its slot 0 (dynamic: its address) */
-    MPI_OK(MPI_Sendrecv(&base, 1, MPI_AINT, left, 3, &rbase, 1, MPI_AINT, right, 3,
-                        MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Sendrecv(&base, 1, MPI_AINT, left, 3, &rbase, 1, MPI_AINT, right, 3, MPI_COMM_WORLD,
+                        MPI_STATUS_IGNORE));
     MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     for (int s = 0; s < SLOTS; s++) {
         fill(src + (size_t)s * BYTES, rank, s);
@@ -118,8 +123,7 @@ static int run(int flavor, int handing)
         MPI_OK(MPI_Waitall(2, req, sts));
     }
     memset(src + BYTES, 0xee, BYTES);
-    CHECK(bad_at(dst + 2 * BYTES, BYTES, right + 100, 2, 0) < 0, "%s: contiguous get is wrong",
-          fl);
+    CHECK(bad_at(dst + 2 * BYTES, BYTES, right + 100, 2, 0) < 0, "%s: contiguous get is wrong", fl);
     /* slot 3: a row get, completed by MPI_Test */
     t = rows();
     MPI_OK(MPI_Rget(dst + 3 * BYTES, 1, t, right, rbase + 3 * BYTES, 1, t, win, &req[0]));
@@ -147,22 +151,57 @@ static int run(int flavor, int handing)
     CHECK(bad_at(mem + 4 * BYTES, BYTES, left, 4, 0) < 0,
           "%s: slot 4 is not all here after the origin's flush", fl);
     MPI_OK(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
+    /* slots 6 and 7: two copies in flight, then a put into bytes the first writes, a get of
+     * bytes the second writes, and a get from the right neighbour's untouched slot 2 whose
+     * copy a get of its slot 3 partly overwrites at the origin */
+    {
+        unsigned char mark[8], got[8];
+        MPI_Status sts[3];
+        memset(mark, 0x5a, sizeof(mark));
+        MPI_OK(MPI_Rput(src + 6 * BYTES, BYTES, MPI_BYTE, right, rbase + 6 * BYTES, BYTES, MPI_BYTE,
+                        win, &req[0]));
+        MPI_OK(MPI_Rput(src + 7 * BYTES, BYTES, MPI_BYTE, right, rbase + 7 * BYTES, BYTES, MPI_BYTE,
+                        win, &req[1]));
+        MPI_OK(MPI_Rget(dst + 6 * BYTES, BYTES, MPI_BYTE, right, rbase + 2 * BYTES, BYTES, MPI_BYTE,
+                        win, &req[2]));
+        MPI_OK(MPI_Put(mark, 8, MPI_BYTE, right, rbase + 6 * BYTES + 4096, 8, MPI_BYTE, win));
+        MPI_OK(MPI_Get(got, 8, MPI_BYTE, right, rbase + 7 * BYTES + 8192, 8, MPI_BYTE, win));
+        MPI_OK(MPI_Get(dst + 6 * BYTES + 100, 8, MPI_BYTE, right, rbase + 3 * BYTES + 100, 8,
+                       MPI_BYTE, win));
+        MPI_OK(MPI_Waitall(3, req, sts));
+        MPI_OK(MPI_Win_flush(right, win));
+        CHECK(bad_at(got, 8, rank, 7, 8192) < 0,
+              "%s: a get of bytes an MPI_Rput in flight writes read them before", fl);
+        int b = bad_at(dst + 6 * BYTES + 100, 8, right + 100, 3, 100);
+        CHECK(b < 0, "%s: a get into a buffer an MPI_Rget in flight writes was undone (byte %d)",
+              fl, b);
+        b = bad_at(dst + 6 * BYTES, 100, right + 100, 2, 0);
+        if (b < 0)
+            b = bad_at(dst + 6 * BYTES + 108, BYTES - 108, right + 100, 2, 108);
+        CHECK(b < 0, "%s: MPI_Rget beside a later get is wrong", fl);
+    }
     /* slot 5: a freed request, completed by the epoch's end */
     MPI_OK(MPI_Rput(src + 5 * BYTES, BYTES, MPI_BYTE, right, rbase + 5 * BYTES, BYTES, MPI_BYTE,
                     win, &req[0]));
     MPI_OK(MPI_Request_free(&req[0]));
     MPI_OK(MPI_Win_unlock_all(win));
     memset(src + 5 * BYTES, 0xee, BYTES); /* the unlock completed it */
-    expect += 5;
+    expect += 8;
     MPI_Barrier(MPI_COMM_WORLD);
 
-    /* what the left neighbour put here: slots 0, 4, 5 whole; slot 1 its rows, this rank's
-     * own bytes between them; slots 2 and 3 untouched */
+    /* what the left neighbour put here: slots 0, 4, 5, 7 whole, 6 with its later 8 bytes
+     * at 4096; slot 1 its rows, this rank's own bytes between them; slots 2 and 3 untouched */
     for (int s = 0; s < SLOTS; s++) {
         const unsigned char *p = mem + (size_t)s * BYTES;
         int at = -1;
-        if (s == 0 || s == 4 || s == 5) {
+        if (s == 0 || s == 4 || s == 5 || s == 7) {
             at = bad_at(p, BYTES, left, s, 0);
+        } else if (s == 6) {
+            at = bad_at(p, 4096, left, s, 0);
+            for (int i = 0; i < 8 && at < 0; i++)
+                at = p[4096 + i] == 0x5a ? -1 : 4096 + i;
+            if (at < 0 && (at = bad_at(p + 4104, BYTES - 4104, left, s, 4104)) >= 0)
+                at += 4104;
         } else if (s == 1) {
             for (size_t r = 0; r < BYTES / ROW && at < 0; r++) {
                 int b = bad_at(p + r * ROW, ROW, r % 2 ? rank + 100 : left, s, r * ROW);
@@ -176,8 +215,7 @@ static int run(int flavor, int handing)
     /* the gaps of the row get stayed zero */
     for (size_t r = 1; r < BYTES / ROW; r += 2) {
         const unsigned char *p = dst + 3 * BYTES + r * ROW;
-        CHECK(p[0] == 0 && memcmp(p, p + 1, ROW - 1) == 0, "%s: row get wrote gap row %zu", fl,
-              r);
+        CHECK(p[0] == 0 && memcmp(p, p + 1, ROW - 1) == 0, "%s: row get wrote gap row %zu", fl, r);
     }
     if (flavor == RT_DYNAMIC)
         MPI_OK(MPI_Win_detach(win, mem));

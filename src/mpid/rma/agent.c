@@ -232,7 +232,9 @@ static void serve_kicks(void)
     int kicked = doorbell_drain();
 
     run_jobs(NULL); /* after the read: a job whose wake-up it consumed is run here */
-    if (kicked || atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed))
+    /* loaded before it is cleared: the line holds flags every handed copy reads */
+    if (kicked || (atomic_load_explicit(&agent_again, memory_order_relaxed) &&
+                   atomic_exchange_explicit(&agent_again, 0, memory_order_relaxed)))
         rma_win_foreach(rma_expose_serve);
 }
 

@@ -421,6 +421,52 @@ void rma_xfer_drain_slow(rma_win_t *win)
         rma_backoff(&bo);
 }
 
+/* The byte range [*lo, *hi) that count elements of layout d at buf touch. */
+static void bytes_of(const char *buf, const rma_dtl_t *d, MPI_Aint count, uintptr_t *lo,
+                     uintptr_t *hi)
+{
+    MPI_Aint l, h;
+
+    if (buf == NULL || rma_dtl_span(d, count, &l, &h) != 0 || l >= h) {
+        *lo = *hi = 0; /* nothing, or refused before any copy (rma_origin_span_check) */
+        return;
+    }
+    *lo = (uintptr_t)buf + (uintptr_t)l;
+    *hi = (uintptr_t)buf + (uintptr_t)h;
+}
+
+/* Adds [lo, hi) to what the window's handed copies write (w 0) or read (w 1), or makes it
+ * all of it for the first copy since they last drained (first). The caller's thread alone
+ * hands copies over for win (win->mtx under MPI_THREAD_MULTIPLE); the agent finishing one
+ * only counts it off. */
+static void handed_widen(rma_win_t *win, int w, uintptr_t lo, uintptr_t hi, int first)
+{
+    uintptr_t l = atomic_load_explicit(&win->handed_at[w][0], memory_order_relaxed),
+              h = atomic_load_explicit(&win->handed_at[w][1], memory_order_relaxed);
+
+    if (first || l >= h) {
+        l = lo;
+        h = hi;
+    } else if (lo < hi) {
+        l = lo < l ? lo : l;
+        h = hi > h ? hi : h;
+    }
+    atomic_store_explicit(&win->handed_at[w][0], l, memory_order_relaxed);
+    atomic_store_explicit(&win->handed_at[w][1], h, memory_order_relaxed);
+}
+
+/* 1 when [lo, hi) meets bytes a handed copy of win may write, or may read when write (the
+ * range is written). Conflicting accesses in one epoch have no defined outcome (MPI-4
+ * 12.7), but the program's own order is kept for them, as everywhere else. */
+static int handed_meets(rma_win_t *win, uintptr_t lo, uintptr_t hi, int write)
+{
+    for (int w = 0; w < 1 + write; w++)
+        if (lo < atomic_load_explicit(&win->handed_at[w][1], memory_order_relaxed) &&
+            hi > atomic_load_explicit(&win->handed_at[w][0], memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
 /* a layout is freed (MPI_Type_free): every window's copies may walk it */
 static void drain_all(void)
 {
@@ -435,6 +481,8 @@ static int xfer_hand(rma_win_t *win, char *dst, const rma_dtl_t *dd, MPI_Aint dc
                      const rma_dtl_t *sd, MPI_Aint sc, rma_xfer_job_t **job)
 {
     rma_xfer_job_t *x = malloc(sizeof(*x));
+    uintptr_t lo, hi;
+    int first;
 
     if (x == NULL)
         return 0;
@@ -446,8 +494,17 @@ static int xfer_hand(rma_win_t *win, char *dst, const rma_dtl_t *dd, MPI_Aint dc
                           .src_dtl = sd,
                           .dst_count = dc,
                           .src_count = sc};
-    rma_dtl_before_free = drain_all;
-    atomic_fetch_add_explicit(&win->handed, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&rma_dtl_before_free, memory_order_relaxed) != drain_all)
+        atomic_store_explicit(&rma_dtl_before_free, drain_all, memory_order_relaxed); /* once */
+    if (win->mt)
+        pthread_mutex_lock(&win->mtx);
+    first = atomic_fetch_add_explicit(&win->handed, 1, memory_order_acq_rel) == 0;
+    bytes_of(dst, dd, dc, &lo, &hi);
+    handed_widen(win, 0, lo, hi, first);
+    bytes_of(src, sd, sc, &lo, &hi);
+    handed_widen(win, 1, lo, hi, first);
+    if (win->mt)
+        pthread_mutex_unlock(&win->mtx);
     if (rma_agent_submit(&x->job) != 0) {
         atomic_fetch_sub_explicit(&win->handed, 1, memory_order_relaxed);
         free(x);
@@ -455,6 +512,21 @@ static int xfer_hand(rma_win_t *win, char *dst, const rma_dtl_t *dd, MPI_Aint dc
     }
     *job = x;
     return 1;
+}
+
+/* 1 when a put (kind) or get between origin and the window memory mapped here at local
+ * (NULL: not mapped) touches bytes a handed copy of win writes, or reads where it writes. */
+static int xfer_meets_handed(rma_win_t *win, int kind, const char *origin, const rma_dtl_t *od,
+                             MPI_Aint ocount, const char *local, const rma_dtl_t *td,
+                             MPI_Aint tcount)
+{
+    uintptr_t lo, hi;
+
+    bytes_of(origin, od, ocount, &lo, &hi);
+    if (handed_meets(win, lo, hi, kind == RMA_GET))
+        return 1;
+    bytes_of(local, td, tcount, &lo, &hi);
+    return handed_meets(win, lo, hi, kind == RMA_PUT);
 }
 
 /* rma_xfer_slow, and rma_xfer_req when job is not NULL */
@@ -485,8 +557,6 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
         return rma_err(win, func, MPI_ERR_COUNT, "count times datatype size overflows");
     if ((rc = rma_origin_span_check(win, od, ocount, "origin", func)) != MPI_SUCCESS)
         return rc;
-    /* a copy the agent still makes could touch the same bytes */
-    rma_xfer_drain(win);
     rc = rma_target_resolve(win, trank, tdisp, td, tcount, &span, func);
     if (rc == MPI_SUCCESS && obytes != tbytes)
         rc = rma_err(win, func, MPI_ERR_TYPE,
@@ -504,6 +574,12 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
         rma_tspan_done(&span);
         return rma_ctl_fail(win, func, trank, rc);
     }
+    /* a copy the agent still makes may touch the same bytes: it goes first. Window memory
+     * it copies to or from is mapped here (span.local), and other memory of the window is
+     * never mapped at another address here, so addresses tell. */
+    if (rma_unlikely(atomic_load_explicit(&win->handed, memory_order_acquire) != 0) &&
+        xfer_meets_handed(win, kind, origin, od, ocount, span.local, td, tcount))
+        rma_xfer_drain_slow(win);
 
     /* the whole target span is mapped: copy without the transport (or have the agent copy
      * while the caller goes on) */
