@@ -19,6 +19,7 @@
 
 #include "binding/binding.h"
 #include "binding/next.h"
+#include "mpid/rma/grow.h"
 
 #define KEYVAL_TAG  0x5b000000
 #define KEYVAL_MASK 0xff000000
@@ -125,14 +126,8 @@ static rma_attr_t attr_take(rma_win_t *win, int i, keyval_t *kv)
 /* Appends an attribute (attr_lock held); -1 when out of memory. */
 static int attr_put(rma_win_t *win, rma_attr_t a)
 {
-    if (win->nattrs == win->attrs_cap) {
-        int cap = win->attrs_cap ? 2 * win->attrs_cap : 4;
-        rma_attr_t *p = realloc(win->attrs, (size_t)cap * sizeof(*p));
-        if (p == NULL)
-            return -1;
-        win->attrs = p;
-        win->attrs_cap = cap;
-    }
+    if (rma_grow(&win->attrs, &win->attrs_cap, win->nattrs, sizeof(*win->attrs), 4) != 0)
+        return -1;
     win->attrs[win->nattrs++] = a;
     return 0;
 }

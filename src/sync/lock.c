@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "mpid/rma/env.h"
+#include "mpid/rma/grow.h"
 #include "mpid/rma/hx.h"
 #include "mpid/rma/rma.h"
 #include "sync/ctl.h"
@@ -376,14 +377,8 @@ static int held_any(const rma_win_t *win)
 
 static int held_add(rma_win_t *win, int rank)
 {
-    if (win->nheld == win->held_cap) {
-        int cap = win->held_cap ? 2 * win->held_cap : 4;
-        held_lock_t *p = realloc(win->held, (size_t)cap * sizeof(*p));
-        if (p == NULL)
-            return -1;
-        win->held = p;
-        win->held_cap = cap;
-    }
+    if (rma_grow(&win->held, &win->held_cap, win->nheld, sizeof(*win->held), 4) != 0)
+        return -1;
     win->held[win->nheld++] = (held_lock_t){pthread_self(), rank};
     return 0;
 }

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mpid/rma/grow.h"
 #include "windows/segment.h"
 
 static _Atomic int gone; /* world rank + 1 of the first peer reported gone; 0: none */
@@ -119,19 +120,12 @@ void rma_peer_watch_pid(int pid, int world_rank)
     if (i < nlocals) {
         locals[i].refs++;
     } else {
+        int lcap = locals_cap, fcap = locals_cap; /* one capacity: set once both have grown */
+
         fd = rma_seg_pidfd(pid); /* -1 (no pidfd_open): kept, not polled */
-        if (nlocals == locals_cap) {
-            int cap = locals_cap ? 2 * locals_cap : 16;
-            local_peer_t *l = realloc(locals, (size_t)cap * sizeof(*l));
-            struct pollfd *f = l != NULL ? realloc(locals_fd, (size_t)cap * sizeof(*f)) : NULL;
-            if (l != NULL)
-                locals = l;
-            if (f != NULL) {
-                locals_fd = f;
-                locals_cap = cap;
-            }
-        }
-        if (nlocals < locals_cap) {
+        if (rma_grow(&locals, &lcap, nlocals, sizeof(*locals), 16) == 0 &&
+            rma_grow(&locals_fd, &fcap, nlocals, sizeof(*locals_fd), 16) == 0) {
+            locals_cap = fcap;
             locals[nlocals] = (local_peer_t){pid, world_rank, 1};
             locals_fd[nlocals++] = (struct pollfd){fd, POLLIN, 0};
             atomic_store_explicit(&locals_any, 1, memory_order_release);

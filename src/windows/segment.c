@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
+#include "mpid/rma/grow.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -113,16 +114,10 @@ static int pidfd_of(pid_t pid)
     fd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (fd < 0)
         return -1;
-    if (npidfds == pidfds_cap) {
-        int cap = pidfds_cap ? 2 * pidfds_cap : 16;
-        pidfd_ent_t *p = realloc(pidfds, (size_t)cap * sizeof(*p));
-        if (p == NULL) {
-            close(fd);
-            errno = ENOMEM;
-            return -1;
-        }
-        pidfds = p;
-        pidfds_cap = cap;
+    if (rma_grow(&pidfds, &pidfds_cap, npidfds, sizeof(*pidfds), 16) != 0) {
+        close(fd);
+        errno = ENOMEM;
+        return -1;
     }
     pidfds[npidfds].pid = pid;
     pidfds[npidfds].fd = fd;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "mpid/rma/env.h"
+#include "mpid/rma/grow.h"
 #include "mpid/rma/hx.h"
 #include "mpid/rma/rma.h"
 #include "netmod/netmod.h"
@@ -855,14 +856,8 @@ static char *dyn_segment(rma_win_t *win, int target, const rma_dyn_region_t *r)
             return tg->segs[i].local;
     if (tg->nsegs > 0) /* a region not seen yet: the ones detached since go now */
         dyn_segs_prune(win, target);
-    if (tg->nsegs == tg->segs_cap) {
-        int cap = tg->segs_cap ? 2 * tg->segs_cap : 4;
-        rma_peer_seg_t *p = realloc(tg->segs, (size_t)cap * sizeof(*p));
-        if (p == NULL)
-            return NULL;
-        tg->segs = p;
-        tg->segs_cap = cap;
-    }
+    if (rma_grow(&tg->segs, &tg->segs_cap, tg->nsegs, sizeof(*tg->segs), 4) != 0)
+        return NULL;
     desc.pid = tg->pid;
     desc.fd = r->seg_fd;
     desc.len = r->seg_len;

@@ -13,6 +13,7 @@
 
 #include "binding/next.h"
 #include "mpid/rma/env.h"
+#include "mpid/rma/grow.h"
 
 typedef struct errh_ent {
     MPI_Errhandler eh;
@@ -34,21 +35,12 @@ static errh_ent_t *errh_find(MPI_Errhandler eh)
 
 int rma_errh_register(MPI_Errhandler eh, MPI_Win_errhandler_function *fn)
 {
-    int rc = 0;
+    int rc;
 
     pthread_mutex_lock(&errh_lock);
-    if (nerrhs == errhs_cap) {
-        int cap = errhs_cap ? 2 * errhs_cap : 8;
-        errh_ent_t *p = realloc(errhs, (size_t)cap * sizeof(*p));
-        if (p == NULL) {
-            rc = -1;
-            goto out;
-        }
-        errhs = p;
-        errhs_cap = cap;
-    }
-    errhs[nerrhs++] = (errh_ent_t){eh, fn, 1};
-out:
+    rc = rma_grow(&errhs, &errhs_cap, nerrhs, sizeof(*errhs), 8);
+    if (rc == 0)
+        errhs[nerrhs++] = (errh_ent_t){eh, fn, 1};
     pthread_mutex_unlock(&errh_lock);
     return rc;
 }
@@ -252,16 +244,8 @@ void rma_quiet_open(MPI_Session session)
     if (session == MPI_SESSION_NULL) {
         quiet_world = 1;
     } else {
-        if (quiet_nfrom == quiet_cap) {
-            int cap = quiet_cap ? 2 * quiet_cap : 4;
-            MPI_Session *f = realloc(quiet_from, (size_t)cap * sizeof(*f));
-            if (f != NULL) {
-                quiet_from = f;
-                quiet_cap = cap;
-            }
-        }
-        if (quiet_nfrom < quiet_cap) /* else no memory: not a source */
-            quiet_from[quiet_nfrom++] = session;
+        if (rma_grow(&quiet_from, &quiet_cap, quiet_nfrom, sizeof(*quiet_from), 4) == 0)
+            quiet_from[quiet_nfrom++] = session; /* else no memory: not a source */
     }
     if (quiet == MPI_COMM_NULL)
         quiet_make();

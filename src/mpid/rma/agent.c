@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "mpid/rma/env.h"
+#include "mpid/rma/grow.h"
 #include "sync/wait.h"
 #include "windows/segment.h"
 #include "windows/win.h"
@@ -541,19 +542,10 @@ void rma_agent_kick(int pid, int fd)
     for (int i = 0; i < nkicks && local < 0; i++)
         if (kicks[i].pid == pid)
             local = kicks[i].fd, kept = 1;
-    if (local < 0 && (local = rma_seg_getfd(pid, fd)) >= 0) {
-        if (nkicks == kicks_cap) {
-            int cap = kicks_cap ? 2 * kicks_cap : 8;
-            kick_ent_t *p = realloc(kicks, (size_t)cap * sizeof(*p));
-            if (p != NULL) {
-                kicks = p;
-                kicks_cap = cap;
-            }
-        }
-        if (nkicks < kicks_cap) {
-            kicks[nkicks++] = (kick_ent_t){pid, local};
-            kept = 1;
-        }
+    if (local < 0 && (local = rma_seg_getfd(pid, fd)) >= 0 &&
+        rma_grow(&kicks, &kicks_cap, nkicks, sizeof(*kicks), 8) == 0) {
+        kicks[nkicks++] = (kick_ent_t){pid, local};
+        kept = 1;
     }
     /* a failed write means the peer is gone or its doorbell is full: nothing to do */
     if (local >= 0 && write(local, &one, sizeof(one)) != sizeof(one))

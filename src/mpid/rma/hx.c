@@ -16,6 +16,7 @@
 
 #include "mpid/rma/acc.h"
 #include "mpid/rma/env.h"
+#include "mpid/rma/grow.h"
 #include "netmod/netmod.h"
 #include "sync/ctl.h"
 #include "sync/sync.h"
@@ -133,14 +134,8 @@ int rma_hx_add(rma_hx_t *hx, uintptr_t ta, char *buf, size_t len)
             return 0;
         }
     }
-    if (hx->nruns == hx->cap) {
-        int cap = hx->cap ? 2 * hx->cap : HX_MIN_RUNS;
-        rma_hx_run_t *p = realloc(hx->runs, (size_t)cap * sizeof(*p));
-        if (p == NULL)
-            return -ENOMEM;
-        hx->runs = p;
-        hx->cap = cap;
-    }
+    if (rma_grow(&hx->runs, &hx->cap, hx->nruns, sizeof(*hx->runs), HX_MIN_RUNS) != 0)
+        return -ENOMEM;
     hx->runs[hx->nruns++] = (rma_hx_run_t){ta, 0, buf, 0, 1, (uint32_t)len};
     hx->pieces++;
     hx->bytes += len;
