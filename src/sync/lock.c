@@ -22,12 +22,13 @@
  * Target t's word: shared lockers add 1 and step back while the word shows an exclusive
  * holder or an exclusive locker waiting (so a stream of shared lockers cannot starve an
  * exclusive one); an exclusive locker first tries 0 -> EXCL, else registers as a waiter and
- * takes the word when no holder is left. The window's global word at rank 0 (lock_g) makes
- * lock_all one atomic: lock_all counts itself there and steps back while exclusive locks
- * are held or wanted, as a waiter; an exclusive locker counts itself there first, steps
- * back while a lock_all waits (so a stream of exclusive lockers cannot starve it), and
- * waits for running lock_all epochs to end (foMPI's two-level scheme, with waiters both
- * ways). Every call returns 0 or -errno. */
+ * takes the word when no holder is left and no waiter that has waited long wants it
+ * (lock_exclusive). The window's global word at rank 0 (lock_g) makes lock_all one atomic:
+ * lock_all counts itself there and steps back while exclusive locks are held or wanted, as
+ * a waiter; an exclusive locker counts itself there first, steps back while a lock_all
+ * waits (so a stream of exclusive lockers cannot starve it), and waits for running lock_all
+ * epochs to end (foMPI's two-level scheme, with waiters both ways). Every call returns 0
+ * or -errno. */
 
 #define LOCK_OFF(win, t) RMA_CTL_OFF(win, t, lock)
 #define LOCKG_OFF(win)   RMA_CTL_OFF(win, 0, lock_g)
@@ -83,11 +84,26 @@ void rma_unlock_shared_here(rma_win_t *win)
     rma_ctl_add(win, win->rank, LOCK_OFF(win, win->rank), NEG(1)); /* our word: a CPU atomic */
 }
 
+/* An exclusive locker that finds the word busy counts itself as a waiter, and waiters
+ * race for the word when it is free. The race favours lockers on the target's node, whose
+ * polls are CPU loads: over tcp one such locker looping lock/unlock took the lock 8450 times
+ * for every time a remote one did, which waited up to 100-450 ms. So a remote waiter that
+ * has waited RMA_LOCK_URGENT_NS while no other was urgent counts itself as urgent instead,
+ * and the other waiters step aside (and new lockers wait as they do) until no urgent one is
+ * left: its turn comes about that long after it asked (two simulated nodes, two ranks of
+ * each looping on rank 0's lock: the remote ranks' longest wait 107-409 ms -> 21-39 ms).
+ * Waiters on the target's node race as fast as anyone and never turn urgent: the lock would
+ * wait for their next poll after they lost their core. A strict queue (a ticket lock) would
+ * bound every wait too, but hands the lock to a waiter that may not be running: with 4
+ * ranks on this machine's 2 cores the lock sat idle while its next owner waited for a CPU
+ * (1000 times fewer acquisitions). */
+#define RMA_LOCK_URGENT_NS 1000000u
+
 static int lock_exclusive(rma_win_t *win, int t)
 {
     size_t off = LOCK_OFF(win, t);
     rma_backoff_t bo = RMA_BACKOFF_INIT;
-    uint64_t v, seen;
+    uint64_t v, seen, as = RMA_LOCK_WAITER, since;
     int rc;
 
     if ((rc = rma_ctl_cas(win, t, off, 0, RMA_LOCK_EXCL, &seen)) != 0 || seen == 0)
@@ -95,13 +111,23 @@ static int lock_exclusive(rma_win_t *win, int t)
     if ((rc = rma_ctl_fadd(win, t, off, RMA_LOCK_WAITER, &v)) != 0)
         return rc;
     v += RMA_LOCK_WAITER;
+    since = rma_ctl_local(win, t, off) == NULL ? rma_now_ns() : 0; /* 0: never urgent */
     for (;;) {
-        if (!(v & RMA_LOCK_EXCL) && (v & RMA_LOCK_SHARED) == 0) {
-            if ((rc = rma_ctl_cas(win, t, off, v, v - RMA_LOCK_WAITER + RMA_LOCK_EXCL, &seen)) != 0)
+        if (!(v & RMA_LOCK_EXCL) && (v & RMA_LOCK_SHARED) == 0 &&
+            (as == RMA_LOCK_URGENT || (v & RMA_LOCK_URGENTS) == 0)) {
+            if ((rc = rma_ctl_cas(win, t, off, v, v - as + RMA_LOCK_EXCL, &seen)) != 0)
                 return rc;
             if (seen == v)
                 return 0;
             v = seen;
+            continue;
+        }
+        if (since != 0 && as == RMA_LOCK_WAITER && (v & RMA_LOCK_URGENTS) == 0 &&
+            rma_now_ns() - since >= RMA_LOCK_URGENT_NS) {
+            if ((rc = rma_ctl_fadd(win, t, off, RMA_LOCK_URGENT - RMA_LOCK_WAITER, &v)) != 0)
+                return rc;
+            v += RMA_LOCK_URGENT - RMA_LOCK_WAITER;
+            as = RMA_LOCK_URGENT;
             continue;
         }
         rma_ctl_progress(win);

@@ -33,23 +33,26 @@
 /* ------------------------------------------------------------------ control segment */
 
 #define RMA_CTL_MAGIC   0x726d61636c74726cULL /* "rmacltrl" */
-#define RMA_CTL_VERSION 5
+#define RMA_CTL_VERSION 6
 #define RMA_ACC_NLOCKS  256 /* accumulate lock stripes per window (see doc/atomicity.md) */
 
-/* Lock word of one target (sync/lock.c): bit 63 = held exclusive, bits 32..62 = exclusive
- * lockers waiting (shared lockers step aside for them), bits 0..31 = shared holders. */
-#define RMA_LOCK_EXCL   (UINT64_C(1) << 63)
-#define RMA_LOCK_WAITER (UINT64_C(1) << 32)
-#define RMA_LOCK_SHARED UINT64_C(0xffffffff)
+/* Lock word of one target (sync/lock.c): bit 63 = held exclusive, bits 44..62 = exclusive
+ * lockers waiting, bits 24..43 = those that have waited long (the others step aside for
+ * them; shared lockers for both), bits 0..23 = shared holders. */
+#define RMA_LOCK_EXCL    (UINT64_C(1) << 63)
+#define RMA_LOCK_WAITER  (UINT64_C(1) << 44)
+#define RMA_LOCK_URGENT  (UINT64_C(1) << 24)
+#define RMA_LOCK_URGENTS (UINT64_C(0xfffff) << 24)
+#define RMA_LOCK_SHARED  UINT64_C(0xffffff)
 /* The window's global lock word (rank 0's lock_g): bits 40..63 = exclusive locks held or
  * wanted anywhere, bits 20..39 = lock_all epochs waiting for them (exclusive lockers that
  * come later let these first), bits 0..19 = lock_all epochs held (foMPI's two-level scheme:
  * lock_all is one atomic here, not one per target). */
-#define RMA_LOCKG_EXCL  (UINT64_C(1) << 40)
-#define RMA_LOCKG_EXCLS (~UINT64_C(0) << 40)
-#define RMA_LOCKG_WAIT  (UINT64_C(1) << 20)
-#define RMA_LOCKG_WAITS (UINT64_C(0xfffff) << 20)
-#define RMA_LOCKG_ALL   UINT64_C(0xfffff)
+#define RMA_LOCKG_EXCL   (UINT64_C(1) << 40)
+#define RMA_LOCKG_EXCLS  (~UINT64_C(0) << 40)
+#define RMA_LOCKG_WAIT   (UINT64_C(1) << 20)
+#define RMA_LOCKG_WAITS  (UINT64_C(0xfffff) << 20)
+#define RMA_LOCKG_ALL    UINT64_C(0xfffff)
 
 /* Per-rank synchronization state, one cache line each concept. Every node's control
  * segment has a slot for every rank (sync/ctl.h): a rank's own words live in its node's. */
