@@ -12,9 +12,10 @@
  * every RMA_AGENT mode; elsewhere, and with RMA_AGENT=off (no agent), nothing is handed
  * over and the counts must be 0. Create and dynamic windows hand copies over once their
  * memory moved, so only where librma can move memory (RMAX_Memory_moves). Several copies
- * are in flight at once (slots 6 and 7), and later operations on bytes they touch - a put
- * and a get on the window's side, a get into a buffer a copy writes - must act after them,
- * in the program's order.
+ * are in flight at once (slots 6 and 7), and later operations on bytes they touch - puts
+ * and a get on the window's side, one of them across both slots, gets into a buffer a copy
+ * writes, one of them to MPI_BOTTOM - must act after them, in the program's order
+ * (agent_copy_regions: across two regions of a dynamic window).
  */
 #include <rma_ext.h> /* before rmatest.h: its rt_moves */
 
@@ -44,6 +45,21 @@ static int bad_at(const unsigned char *p, size_t n, int who, int slot, size_t fr
 {
     for (size_t i = 0; i < n; i++)
         if (p[i] != pat(who, slot, from + i))
+            return (int)i;
+    return -1;
+}
+
+/* The 8-byte marks later puts leave in slots 6 and 7 (see run) */
+static int is_mark(int slot, size_t i)
+{
+    return slot == 6 ? (i >= 4096 && i < 4104) || i >= BYTES - 8 : i < 8;
+}
+
+/* The first byte of slot 6 or 7 at p that holds neither who's pattern nor a mark, or -1 */
+static int bad_marked(const unsigned char *p, int who, int slot)
+{
+    for (size_t i = 0; i < BYTES; i++)
+        if (p[i] != (is_mark(slot, i) ? 0x5a : pat(who, slot, i)))
             return (int)i;
     return -1;
 }
@@ -151,13 +167,19 @@ static int run(int flavor, int handing)
     CHECK(bad_at(mem + 4 * BYTES, BYTES, left, 4, 0) < 0,
           "%s: slot 4 is not all here after the origin's flush", fl);
     MPI_OK(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
-    /* slots 6 and 7: two copies in flight, then a put into bytes the first writes, a get of
-     * bytes the second writes, and a get from the right neighbour's untouched slot 2 whose
-     * copy a get of its slot 3 partly overwrites at the origin */
+    /* slots 6 and 7: two copies in flight, then a put into bytes the first writes, a put
+     * across the end of the first into the second, a get
+     * of bytes the second writes, and a get from the right neighbour's untouched slot 2 whose
+     * copy two gets of its slot 3 partly overwrite at the origin, one to MPI_BOTTOM */
     {
-        unsigned char mark[8], got[8];
+        unsigned char mark[16], got[8];
         MPI_Status sts[3];
+        MPI_Aint at;
+        MPI_Datatype abs8;
         memset(mark, 0x5a, sizeof(mark));
+        MPI_Get_address(dst + 6 * BYTES + 200, &at);
+        MPI_OK(MPI_Type_create_hindexed(1, (int[]){8}, &at, MPI_BYTE, &abs8));
+        MPI_OK(MPI_Type_commit(&abs8));
         MPI_OK(MPI_Rput(src + 6 * BYTES, BYTES, MPI_BYTE, right, rbase + 6 * BYTES, BYTES, MPI_BYTE,
                         win, &req[0]));
         MPI_OK(MPI_Rput(src + 7 * BYTES, BYTES, MPI_BYTE, right, rbase + 7 * BYTES, BYTES, MPI_BYTE,
@@ -165,9 +187,12 @@ static int run(int flavor, int handing)
         MPI_OK(MPI_Rget(dst + 6 * BYTES, BYTES, MPI_BYTE, right, rbase + 2 * BYTES, BYTES, MPI_BYTE,
                         win, &req[2]));
         MPI_OK(MPI_Put(mark, 8, MPI_BYTE, right, rbase + 6 * BYTES + 4096, 8, MPI_BYTE, win));
+        MPI_OK(MPI_Put(mark, 16, MPI_BYTE, right, rbase + 7 * BYTES - 8, 16, MPI_BYTE, win));
         MPI_OK(MPI_Get(got, 8, MPI_BYTE, right, rbase + 7 * BYTES + 8192, 8, MPI_BYTE, win));
         MPI_OK(MPI_Get(dst + 6 * BYTES + 100, 8, MPI_BYTE, right, rbase + 3 * BYTES + 100, 8,
                        MPI_BYTE, win));
+        MPI_OK(MPI_Get(MPI_BOTTOM, 1, abs8, right, rbase + 3 * BYTES + 200, 8, MPI_BYTE, win));
+        MPI_OK(MPI_Type_free(&abs8));
         MPI_OK(MPI_Waitall(3, req, sts));
         MPI_OK(MPI_Win_flush(right, win));
         CHECK(bad_at(got, 8, rank, 7, 8192) < 0,
@@ -175,9 +200,14 @@ static int run(int flavor, int handing)
         int b = bad_at(dst + 6 * BYTES + 100, 8, right + 100, 3, 100);
         CHECK(b < 0, "%s: a get into a buffer an MPI_Rget in flight writes was undone (byte %d)",
               fl, b);
+        b = bad_at(dst + 6 * BYTES + 200, 8, right + 100, 3, 200);
+        CHECK(b < 0, "%s: a get to MPI_BOTTOM inside an MPI_Rget's buffer was undone (byte %d)", fl,
+              b);
         b = bad_at(dst + 6 * BYTES, 100, right + 100, 2, 0);
         if (b < 0)
-            b = bad_at(dst + 6 * BYTES + 108, BYTES - 108, right + 100, 2, 108);
+            b = bad_at(dst + 6 * BYTES + 108, 92, right + 100, 2, 108);
+        if (b < 0)
+            b = bad_at(dst + 6 * BYTES + 208, BYTES - 208, right + 100, 2, 208);
         CHECK(b < 0, "%s: MPI_Rget beside a later get is wrong", fl);
     }
     /* slot 5: a freed request, completed by the epoch's end */
@@ -189,19 +219,16 @@ static int run(int flavor, int handing)
     expect += 8;
     MPI_Barrier(MPI_COMM_WORLD);
 
-    /* what the left neighbour put here: slots 0, 4, 5, 7 whole, 6 with its later 8 bytes
-     * at 4096; slot 1 its rows, this rank's own bytes between them; slots 2 and 3 untouched */
+    /* what the left neighbour put here: slots 0, 4, 5 whole, 6 and 7 with its later marks
+     * (is_mark); slot 1 its rows, this rank's own bytes between them; slots 2 and 3
+     * untouched */
     for (int s = 0; s < SLOTS; s++) {
         const unsigned char *p = mem + (size_t)s * BYTES;
         int at = -1;
-        if (s == 0 || s == 4 || s == 5 || s == 7) {
+        if (s == 0 || s == 4 || s == 5) {
             at = bad_at(p, BYTES, left, s, 0);
-        } else if (s == 6) {
-            at = bad_at(p, 4096, left, s, 0);
-            for (int i = 0; i < 8 && at < 0; i++)
-                at = p[4096 + i] == 0x5a ? -1 : 4096 + i;
-            if (at < 0 && (at = bad_at(p + 4104, BYTES - 4104, left, s, 4104)) >= 0)
-                at += 4104;
+        } else if (s == 6 || s == 7) {
+            at = bad_marked(p, left, s);
         } else if (s == 1) {
             for (size_t r = 0; r < BYTES / ROW && at < 0; r++) {
                 int b = bad_at(p + r * ROW, ROW, r % 2 ? rank + 100 : left, s, r * ROW);

@@ -421,13 +421,14 @@ void rma_xfer_drain_slow(rma_win_t *win)
         rma_backoff(&bo);
 }
 
-/* The byte range [*lo, *hi) that count elements of layout d at buf touch. */
+/* The byte range [*lo, *hi) that count elements of layout d at buf touch (buf may be
+ * MPI_BOTTOM: the layout's displacements are then addresses). */
 static void bytes_of(const char *buf, const rma_dtl_t *d, MPI_Aint count, uintptr_t *lo,
                      uintptr_t *hi)
 {
     MPI_Aint l, h;
 
-    if (buf == NULL || rma_dtl_span(d, count, &l, &h) != 0 || l >= h) {
+    if (rma_dtl_span(d, count, &l, &h) != 0 || l >= h) {
         *lo = *hi = 0; /* nothing, or refused before any copy (rma_origin_span_check) */
         return;
     }
@@ -514,10 +515,12 @@ static int xfer_hand(rma_win_t *win, char *dst, const rma_dtl_t *dd, MPI_Aint dc
     return 1;
 }
 
-/* 1 when a put (kind) or get between origin and the window memory mapped here at local
- * (NULL: not mapped) touches bytes a handed copy of win writes, or reads where it writes. */
+/* 1 when a put (kind) or get between origin and the target span sp touches bytes a handed
+ * copy of win writes, or reads where it writes: at the origin, or in window memory mapped
+ * here (the span whole at sp->local, or the parts of it in each attached region mapped
+ * here, which the transfer copies to or from there). */
 static int xfer_meets_handed(rma_win_t *win, int kind, const char *origin, const rma_dtl_t *od,
-                             MPI_Aint ocount, const char *local, const rma_dtl_t *td,
+                             MPI_Aint ocount, const rma_tspan_t *sp, const rma_dtl_t *td,
                              MPI_Aint tcount)
 {
     uintptr_t lo, hi;
@@ -525,8 +528,20 @@ static int xfer_meets_handed(rma_win_t *win, int kind, const char *origin, const
     bytes_of(origin, od, ocount, &lo, &hi);
     if (handed_meets(win, lo, hi, kind == RMA_GET))
         return 1;
-    bytes_of(local, td, tcount, &lo, &hi);
-    return handed_meets(win, lo, hi, kind == RMA_PUT);
+    if (sp->local != NULL) {
+        bytes_of(sp->local, td, tcount, &lo, &hi);
+        return handed_meets(win, lo, hi, kind == RMA_PUT);
+    }
+    bytes_of((const char *)sp->taddr, td, tcount, &lo, &hi); /* target addresses */
+    for (int i = 0; i < sp->nmaps; i++) {
+        const rma_dyn_hit_t *m = &sp->maps[i];
+        uintptr_t a = lo > m->lo ? lo : m->lo, b = hi < m->hi ? hi : m->hi;
+        if (m->local != NULL && a < b &&
+            handed_meets(win, (uintptr_t)m->local + (a - m->lo), (uintptr_t)m->local + (b - m->lo),
+                         kind == RMA_PUT))
+            return 1;
+    }
+    return 0;
 }
 
 /* rma_xfer_slow, and rma_xfer_req when job is not NULL */
@@ -575,10 +590,10 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
         return rma_ctl_fail(win, func, trank, rc);
     }
     /* a copy the agent still makes may touch the same bytes: it goes first. Window memory
-     * it copies to or from is mapped here (span.local), and other memory of the window is
-     * never mapped at another address here, so addresses tell. */
+     * it copies to or from is mapped here, and never mapped at another address here, so
+     * addresses tell. */
     if (rma_unlikely(atomic_load_explicit(&win->handed, memory_order_acquire) != 0) &&
-        xfer_meets_handed(win, kind, origin, od, ocount, span.local, td, tcount))
+        xfer_meets_handed(win, kind, origin, od, ocount, &span, td, tcount))
         rma_xfer_drain_slow(win);
 
     /* the whole target span is mapped: copy without the transport (or have the agent copy
