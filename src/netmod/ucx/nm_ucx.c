@@ -649,8 +649,18 @@ static int ucx_start(const char **why)
      * pieces completes: PSCW over UCX_TLS=tcp died in 2 of 14 runs). Without it UCX sends
      * puts as active messages, which is also faster for the small writes of notifications;
      * large pieces take librma's rendezvous anyway. (RMA_)UCX_TCP_PUT_ENABLE, when set, wins. */
-    if (ucx_env("TCP_PUT_ENABLE") == NULL && tls_may_include_tcp())
-        ucp_config_modify(cfg, "PUT_ENABLE", "n"); /* the tcp interface's key */
+    const char *put = ucx_env("TCP_PUT_ENABLE");
+    /* UCX reads a transport's settings under UCX_ alone (not RMA_UCX_): a value of
+     * RMA_UCX_TCP_PUT_ENABLE reaches librma's context only this way */
+    if (tls_may_include_tcp())
+        ucp_config_modify(cfg, "PUT_ENABLE", put != NULL ? put : "n"); /* tcp's key */
+    /* UCX's posix transport takes a receive pool of ~4 MiB in /dev/shm for each worker, and
+     * librma has three: 4 ranks with off-node peers needed 67 MB there against MPICH's 17,
+     * more than a container's default /dev/shm of 64 MiB (every window failed in
+     * ucp_worker_create). Its System V transport does the same outside /dev/shm. When
+     * (RMA_)UCX_TLS is set, it wins. */
+    if (ucx_env("TLS") == NULL)
+        ucp_config_modify(cfg, "TLS", "^posix");
     /* a peer that dies is found by UCX's keepalive (shared-memory transports) or its
      * broken connection (tcp) and reported to ep_failed: within seconds, not UCX's default
      * 20 s. (RMA_)UCX_KEEPALIVE_INTERVAL, when set, wins. */
