@@ -337,12 +337,15 @@ static void drive_network(void)
 }
 
 /* RMA_AGENT_CPU=auto: the cores (hwloc) none of whose CPUs a rank of this node may run
- * on; the agent of the node's k-th rank takes the (k mod n)-th of them. 0 and the core's
- * CPUs in *set, or -1 with the reason in why. */
+ * on, and all of whose CPUs the launcher (the parent process: MPICH's proxy) may: a job
+ * started under taskset or numactl got those CPUs alone, and the agent must not run on
+ * another job's core (`taskset -c 0 mpiexec` bound every agent to CPU 1). The agent of the
+ * node's k-th rank takes the (k mod n)-th of them. 0 and the core's CPUs in *set, or -1
+ * with the reason in why. */
 static int free_core(cpu_set_t *set, const char **why)
 {
 #ifdef HAVE_HWLOC
-    cpu_set_t used;
+    cpu_set_t used, job;
     hwloc_topology_t topo;
     hwloc_obj_t core = NULL;
     int rank, nfree = 0, pick, cpu;
@@ -350,6 +353,12 @@ static int free_core(cpu_set_t *set, const char **why)
     *why = "MPI_Init was not intercepted (no view of the node's ranks)";
     if (rma_locality_cpus(&used, sizeof(used), &rank) != 0)
         return -1;
+    if (sched_getaffinity(getppid(), sizeof(job), &job) != 0)
+        CPU_ZERO(&job); /* unknown: no limit */
+    else
+        for (cpu = 0; cpu < CPU_SETSIZE; cpu++) /* outside the job: as if used */
+            if (!CPU_ISSET(cpu, &job))
+                CPU_SET(cpu, &used);
     *why = "hwloc cannot read the topology";
     if (hwloc_topology_init(&topo) != 0)
         return -1;
@@ -384,7 +393,8 @@ static int free_core(cpu_set_t *set, const char **why)
         hwloc_bitmap_foreach_end();
     }
     hwloc_topology_destroy(topo);
-    *why = "every core runs a rank of this node (or the ranks are not bound)";
+    *why = "no core of the job's CPUs (the launcher's) is free of this node's ranks (or they "
+           "are not bound)";
     return core != NULL ? 0 : -1;
 #else
     (void)set;
