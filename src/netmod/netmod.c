@@ -5,9 +5,11 @@
 
 #include "netmod/netmod.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "sync/wait.h"
 
@@ -133,4 +135,20 @@ void rma_nm_release_held_slow(const void *keep)
         (void)t->ops->release(t); /* a failure stays with the target: its flush reports it */
     }
     pthread_mutex_unlock(&hold_mtx);
+}
+
+int rma_nm_fds_short(void)
+{
+    struct rlimit rl;
+    struct dirent *e;
+    DIR *d;
+    rlim_t open = 0;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        (d = opendir("/proc/self/fd")) == NULL)
+        return 0;
+    while ((e = readdir(d)) != NULL)
+        open += e->d_name[0] != '.';
+    closedir(d);
+    return open + 32 >= rl.rlim_cur;
 }

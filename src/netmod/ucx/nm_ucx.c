@@ -630,6 +630,10 @@ static int ucx_start(const char **why)
         rc = 0;
         goto out;
     }
+    *why = "too few file descriptors are left to start it (UCX 1.13 aborts the process when "
+           "it runs out of them in ucp_worker_create)";
+    if (rma_nm_fds_short())
+        goto out;
     *why = "ucp_config_read failed";
     if (ucp_config_read("RMA", NULL, &cfg) != UCS_OK) /* RMA_UCX_* override UCX_* */
         goto out;
