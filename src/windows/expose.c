@@ -23,6 +23,7 @@
 
 #include "mpid/rma/agent.h"
 #include "mpid/rma/env.h"
+#include "mpid/rma/grow.h"
 #include "netmod/netmod.h"
 #include "sync/ctl.h"
 #include "sync/wait.h"
@@ -270,20 +271,28 @@ void rma_expose_serve(rma_win_t *win)
         return;
     me = rma_ctl_rank(win->ctl, win->rank);
     addr = atomic_exchange_explicit(&me->move_addr, 0, memory_order_acq_rel);
-    if (addr == 0)
+    if (addr == 0 && atomic_load_explicit(&win->eager_n, memory_order_relaxed) == 0)
         return;
     /* never wait for a window's mutex while holding the window table's lock: the thread
      * holding it may be in an error handler that creates or frees a window */
     if (pthread_mutex_trylock(&win->mtx) != 0) {
-        atomic_store_explicit(&me->move_addr, addr, memory_order_release);
+        uint64_t none = 0; /* back, unless a newer ask took the slot */
+        if (addr != 0)
+            atomic_compare_exchange_strong_explicit(&me->move_addr, &none, addr,
+                                                    memory_order_release, memory_order_relaxed);
         rma_agent_retry();
         return;
     }
     pthread_mutex_lock(&serve_lock);
-    if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_CREATE)
+    if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_CREATE && addr != 0)
         serve_create(win, me);
-    else if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
-        serve_dynamic(win, me, (uintptr_t)addr);
+    else if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        for (int i = 0; i < atomic_load_explicit(&win->eager_n, memory_order_relaxed); i++)
+            serve_dynamic(win, me, (uintptr_t)win->eager_q[i]);
+        if (addr != 0)
+            serve_dynamic(win, me, (uintptr_t)addr);
+    }
+    atomic_store_explicit(&win->eager_n, 0, memory_order_relaxed);
     pthread_mutex_unlock(&serve_lock);
     pthread_mutex_unlock(&win->mtx);
 }
@@ -357,8 +366,19 @@ void rma_expose_offer_net(rma_win_t *win, void *addr, size_t len)
     if (!maps) /* no peer would map it */
         return;
     rma_expose_offer(win);
-    if (len <= rma_env.move_eager)
-        ask_agent(win, (uint64_t)(uintptr_t)addr);
+    if (len > rma_env.move_eager)
+        return;
+    /* a dynamic window's regions queue for the agent (win->mtx held: MPI_Win_attach): the
+     * ask's one slot kept only the last of several attaches, since the agent takes the
+     * mutex only once the attach is over (hp51: of two regions attached in a row, the first
+     * never moved before its traffic paid for it) */
+    int n = atomic_load_explicit(&win->eager_n, memory_order_relaxed);
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC &&
+        rma_grow(&win->eager_q, &win->eager_cap, n, sizeof(*win->eager_q), 4) == 0) {
+        win->eager_q[n] = (uint64_t)(uintptr_t)addr;
+        atomic_store_explicit(&win->eager_n, n + 1, memory_order_relaxed);
+    }
+    ask_agent(win, (uint64_t)(uintptr_t)addr);
 }
 
 /* Owner (a handler): an origin asks for the move (MOVE_ASK, left to the agent), or for the

@@ -298,6 +298,9 @@ typedef struct rma_win {
     void **dyn_net;  /* windows with off-node peers: UCX registration of each region */
     void **dyn_zero; /* bases attached with size 0 */
     int ndyn_zero;
+    uint64_t *eager_q;   /* regions attached since the agent last moved (expose.c), ... */
+    _Atomic int eager_n; /* ... under mtx; read without it, to know whether to take it */
+    int eager_cap;
     pthread_mutex_t mtx;      /* this process's epoch and cache state, for MPI_THREAD_MULTIPLE */
     int mt;                   /* MPI_THREAD_MULTIPLE (or a session's unknown level): sync/lock.c
                                  guards the lock state with mtx only then */

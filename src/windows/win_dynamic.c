@@ -533,6 +533,7 @@ void rma_win_dyn_destroy(rma_win_t *win)
     free(win->dyn_old_fds);
     free(win->dyn_regs);
     free(win->dyn_zero);
+    free(win->eager_q);
 }
 
 int rma_win_attach(rma_win_t *win, void *base, MPI_Aint size)

@@ -100,7 +100,11 @@ static int run(int flavor, int handing)
     } else {
         mem = malloc(SLOTS * (size_t)BYTES);
         MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-        MPI_OK(MPI_Win_attach(win, mem, SLOTS * (MPI_Aint)BYTES));
+        /* two regions, slot 7 the second, attached one right after the other: both are
+         * moved (the agent once kept only the last ask), and a put across the border
+         * touches both */
+        MPI_OK(MPI_Win_attach(win, mem, 7 * (MPI_Aint)BYTES));
+        MPI_OK(MPI_Win_attach(win, mem + 7 * (size_t)BYTES, BYTES));
         MPI_Get_address(mem, &base);
     }
     /* the right neighbour's displacement of its slot 0 (dynamic: its address) */
@@ -244,8 +248,10 @@ static int run(int flavor, int handing)
         const unsigned char *p = dst + 3 * BYTES + r * ROW;
         CHECK(p[0] == 0 && memcmp(p, p + 1, ROW - 1) == 0, "%s: row get wrote gap row %zu", fl, r);
     }
-    if (flavor == RT_DYNAMIC)
+    if (flavor == RT_DYNAMIC) {
         MPI_OK(MPI_Win_detach(win, mem));
+        MPI_OK(MPI_Win_detach(win, mem + 7 * (size_t)BYTES));
+    }
     MPI_OK(MPI_Win_free(&win));
     if (flavor != RT_ALLOCATE)
         free(mem);
