@@ -142,13 +142,22 @@ int rma_nm_fds_short(void)
     struct rlimit rl;
     struct dirent *e;
     DIR *d;
-    rlim_t open = 0;
+    rlim_t used = 0;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
         (d = opendir("/proc/self/fd")) == NULL)
         return 0;
     while ((e = readdir(d)) != NULL)
-        open += e->d_name[0] != '.';
+        used += e->d_name[0] != '.';
     closedir(d);
-    return open + 32 >= rl.rlim_cur;
+    if (used + 32 < rl.rlim_cur)
+        return 0;
+    /* the soft limit may rise to the hard one (segment.c raises it too, on EMFILE) */
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = 2 * rl.rlim_cur > used + 64 ? 2 * rl.rlim_cur : used + 64;
+        rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max; /* RLIM_INFINITY is the most */
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return 0;
+    }
+    return used + 32 >= rl.rlim_cur;
 }

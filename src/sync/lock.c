@@ -30,6 +30,12 @@
  * epochs to end (foMPI's two-level scheme, with waiters both ways). Every call returns 0
  * or -errno. */
 
+/* the lock word's fields (win.h) lie side by side, none over another */
+_Static_assert(RMA_LOCK_SHARED == RMA_LOCK_URGENT - 1 &&
+                   RMA_LOCK_URGENTS == RMA_LOCK_WAITER - RMA_LOCK_URGENT &&
+                   RMA_LOCK_EXCL > RMA_LOCK_WAITER && (RMA_LOCK_EXCL & (RMA_LOCK_EXCL - 1)) == 0,
+               "lock word fields overlap");
+
 #define LOCK_OFF(win, t) RMA_CTL_OFF(win, t, lock)
 #define LOCKG_OFF(win)   RMA_CTL_OFF(win, 0, lock_g)
 #define NEG(v)           ((uint64_t)0 - (v))
@@ -86,17 +92,14 @@ void rma_unlock_shared_here(rma_win_t *win)
 
 /* An exclusive locker that finds the word busy counts itself as a waiter, and waiters
  * race for the word when it is free. The race favours lockers on the target's node, whose
- * polls are CPU loads: over tcp one such locker looping lock/unlock took the lock 8450 times
- * for every time a remote one did, which waited up to 100-450 ms. So a remote waiter that
- * has waited RMA_LOCK_URGENT_NS while no other was urgent counts itself as urgent instead,
- * and the other waiters step aside (and new lockers wait as they do) until no urgent one is
- * left: its turn comes about that long after it asked (two simulated nodes, two ranks of
- * each looping on rank 0's lock: the remote ranks' longest wait 107-409 ms -> 21-39 ms).
- * Waiters on the target's node race as fast as anyone and never turn urgent: the lock would
- * wait for their next poll after they lost their core. A strict queue (a ticket lock) would
- * bound every wait too, but hands the lock to a waiter that may not be running: with 4
- * ranks on this machine's 2 cores the lock sat idle while its next owner waited for a CPU
- * (1000 times fewer acquisitions). */
+ * polls are CPU loads, and remote waiters waited hundreds of milliseconds. So a remote
+ * waiter that has waited RMA_LOCK_URGENT_NS while no other was urgent counts itself as
+ * urgent instead, and the other waiters step aside (and new lockers wait as they do) until
+ * no urgent one is left: its turn comes about that long after it asked. Waiters on the
+ * target's node race as fast as anyone and never turn urgent: the lock would wait for
+ * their next poll after they lost their core. A strict queue (a ticket lock) would bound
+ * every wait too, but hands the lock to a waiter that may not be running, and with more
+ * ranks than cores the lock sat idle. Measurements: doc/protocols.md, Locks. */
 #define RMA_LOCK_URGENT_NS 1000000u
 
 static int lock_exclusive(rma_win_t *win, int t)

@@ -284,17 +284,32 @@ void rma_expose_serve(rma_win_t *win)
         return;
     }
     pthread_mutex_lock(&serve_lock);
-    if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_CREATE && addr != 0)
+    if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_CREATE && addr != 0) {
         serve_create(win, me);
-    else if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        for (int i = 0; i < atomic_load_explicit(&win->eager_n, memory_order_relaxed); i++)
-            serve_dynamic(win, me, (uintptr_t)win->eager_q[i]);
+    } else if (!serve_ended && win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        int n = atomic_load_explicit(&win->eager_n, memory_order_relaxed);
         if (addr != 0)
             serve_dynamic(win, me, (uintptr_t)addr);
+        else if (n > 0) { /* one queued region a turn: a move holds the window's mutex */
+            serve_dynamic(win, me, (uintptr_t)win->eager_q[0]);
+            memmove(win->eager_q, win->eager_q + 1, (size_t)(n - 1) * sizeof(*win->eager_q));
+            atomic_store_explicit(&win->eager_n, n - 1, memory_order_relaxed);
+        }
+        if (atomic_load_explicit(&win->eager_n, memory_order_relaxed) > 0)
+            rma_agent_retry();
     }
-    atomic_store_explicit(&win->eager_n, 0, memory_order_relaxed);
     pthread_mutex_unlock(&serve_lock);
     pthread_mutex_unlock(&win->mtx);
+}
+
+void rma_expose_unqueue(rma_win_t *win, uintptr_t base, size_t len)
+{
+    int n = atomic_load_explicit(&win->eager_n, memory_order_relaxed), k = 0;
+
+    for (int i = 0; i < n; i++)
+        if (win->eager_q[i] < base || win->eager_q[i] - base >= len)
+            win->eager_q[k++] = win->eager_q[i];
+    atomic_store_explicit(&win->eager_n, k, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------ off-node peers
@@ -366,17 +381,21 @@ void rma_expose_offer_net(rma_win_t *win, void *addr, size_t len)
     if (!maps) /* no peer would map it */
         return;
     rma_expose_offer(win);
-    if (len > rma_env.move_eager)
+    if (len > rma_env.move_eager || rma_agent_start() < 0)
         return;
-    /* a dynamic window's regions queue for the agent (win->mtx held: MPI_Win_attach): the
-     * ask's one slot kept only the last of several attaches, since the agent takes the
-     * mutex only once the attach is over (hp51: of two regions attached in a row, the first
-     * never moved before its traffic paid for it) */
-    int n = atomic_load_explicit(&win->eager_n, memory_order_relaxed);
-    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC &&
-        rma_grow(&win->eager_q, &win->eager_cap, n, sizeof(*win->eager_q), 4) == 0) {
-        win->eager_q[n] = (uint64_t)(uintptr_t)addr;
-        atomic_store_explicit(&win->eager_n, n + 1, memory_order_relaxed);
+    /* a dynamic window's regions queue for the agent (win->mtx held: MPI_Win_attach), and
+     * the ask's slot is left to origins: with one slot, of regions attached one right after
+     * another only the last was moved, since the agent takes the mutex only once the attach
+     * is over */
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        int n = atomic_load_explicit(&win->eager_n, memory_order_relaxed);
+        if (rma_grow(&win->eager_q, &win->eager_cap, n, sizeof(*win->eager_q), 4) == 0) {
+            win->eager_q[n] = (uint64_t)(uintptr_t)addr;
+            atomic_store_explicit(&win->eager_n, n + 1, memory_order_relaxed);
+            rma_agent_retry();
+            rma_agent_wake();
+            return;
+        }
     }
     ask_agent(win, (uint64_t)(uintptr_t)addr);
 }

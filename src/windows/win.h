@@ -257,9 +257,10 @@ typedef struct rma_win {
     _Atomic int handed;       /* copies the progress agent makes for this window's
                                  request-based operations and has not finished
                                  (rma_xfer_drain) */
-    /* ... the bytes they write [0] and read [1], each [lo, hi) over the copies handed over
-     * since none was left: a later operation touching them waits */
-    _Atomic uintptr_t handed_at[2][2];
+    /* ... the bytes they touch in origin buffers [0] and in window memory mapped here [1],
+     * written [.][0] and read [.][1], each [lo, hi) over the copies handed over since none
+     * was left: a later put or get touching them waits (mpid/rma/rma_op.c) */
+    _Atomic uintptr_t handed_at[2][2][2];
     uint64_t sync_gen;  /* epochs opened (off-node region tables are checked once per epoch) */
     uint64_t bar_epoch; /* barriers entered on this window */
 
@@ -490,6 +491,10 @@ void rma_expose_end(void);
  * memory, at once when small (RMA_MOVE_EAGER), else when a peer asks; only when a peer has
  * a shared-memory transport to it (nm.maps). */
 void rma_expose_offer_net(rma_win_t *win, void *addr, size_t len);
+
+/* Owner, win->mtx held: a dynamic window's region [base, base+len) is detached, and its
+ * offer, if the agent has not served it yet, goes (the queue holds addresses). */
+void rma_expose_unqueue(rma_win_t *win, uintptr_t base, size_t len);
 
 /* Registers the active-message handlers of moves for off-node peers (once UCX runs). */
 void rma_expose_net_init(void);

@@ -671,6 +671,7 @@ int rma_win_detach(rma_win_t *win, const void *base)
         return rma_err(win, func, MPI_ERR_RMA_ATTACH, "%p is not the base of an attached region",
                        base);
     }
+    rma_expose_unqueue(win, (uintptr_t)tab[pos].base, (size_t)tab[pos].len);
     pthread_mutex_lock(&win->dyn_mtx);
     reg = win->dyn_regs[pos];
     void *net = win->net ? win->dyn_net[pos] : NULL;

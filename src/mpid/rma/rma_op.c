@@ -436,14 +436,15 @@ static void bytes_of(const char *buf, const rma_dtl_t *d, MPI_Aint count, uintpt
     *hi = (uintptr_t)buf + (uintptr_t)h;
 }
 
-/* Adds [lo, hi) to what the window's handed copies write (w 0) or read (w 1), or makes it
- * all of it for the first copy since they last drained (first). The caller's thread alone
- * hands copies over for win (win->mtx under MPI_THREAD_MULTIPLE); the agent finishing one
- * only counts it off. */
-static void handed_widen(rma_win_t *win, int w, uintptr_t lo, uintptr_t hi, int first)
+/* Adds [lo, hi) to what the window's handed copies write (w 0) or read (w 1) on one side
+ * (0: origin buffers; 1: window memory mapped here), or makes it all of it for the first
+ * copy since they last drained (first). The caller's thread alone hands copies over for win
+ * (win->mtx under MPI_THREAD_MULTIPLE); the agent finishing one only counts it off. */
+static void handed_widen(rma_win_t *win, int side, int w, uintptr_t lo, uintptr_t hi, int first)
 {
-    uintptr_t l = atomic_load_explicit(&win->handed_at[w][0], memory_order_relaxed),
-              h = atomic_load_explicit(&win->handed_at[w][1], memory_order_relaxed);
+    _Atomic uintptr_t *at = win->handed_at[side][w];
+    uintptr_t l = atomic_load_explicit(&at[0], memory_order_relaxed),
+              h = atomic_load_explicit(&at[1], memory_order_relaxed);
 
     if (first || l >= h) {
         l = lo;
@@ -452,18 +453,20 @@ static void handed_widen(rma_win_t *win, int w, uintptr_t lo, uintptr_t hi, int 
         l = lo < l ? lo : l;
         h = hi > h ? hi : h;
     }
-    atomic_store_explicit(&win->handed_at[w][0], l, memory_order_relaxed);
-    atomic_store_explicit(&win->handed_at[w][1], h, memory_order_relaxed);
+    atomic_store_explicit(&at[0], l, memory_order_relaxed);
+    atomic_store_explicit(&at[1], h, memory_order_relaxed);
 }
 
-/* 1 when [lo, hi) meets bytes a handed copy of win may write, or may read when write (the
- * range is written). Conflicting accesses in one epoch have no defined outcome (MPI-4
- * 12.7), but the program's own order is kept for them, as everywhere else. */
-static int handed_meets(rma_win_t *win, uintptr_t lo, uintptr_t hi, int write)
+/* 1 when [lo, hi) on one side meets bytes a handed copy of win may write there, or may read
+ * when write (the range is written). The two sides never share an address: window memory
+ * a copy reaches is an off-node target's, mapped here by librma alone. Conflicting accesses
+ * in one epoch have no defined outcome (MPI-4 12.7), but the program's own order is kept
+ * for them. */
+static int handed_meets(rma_win_t *win, int side, uintptr_t lo, uintptr_t hi, int write)
 {
     for (int w = 0; w < 1 + write; w++)
-        if (lo < atomic_load_explicit(&win->handed_at[w][1], memory_order_relaxed) &&
-            hi > atomic_load_explicit(&win->handed_at[w][0], memory_order_relaxed))
+        if (lo < atomic_load_explicit(&win->handed_at[side][w][1], memory_order_relaxed) &&
+            hi > atomic_load_explicit(&win->handed_at[side][w][0], memory_order_relaxed))
             return 1;
     return 0;
 }
@@ -478,8 +481,8 @@ static void drain_all(void)
  * it did, 0 when the caller copies. Nothing is counted as issued to the target: every
  * flush and unlock drains the window's copies first, whatever the target's counts say
  * (a count moved here could be taken by another thread's flush that started before). */
-static int xfer_hand(rma_win_t *win, char *dst, const rma_dtl_t *dd, MPI_Aint dc, const char *src,
-                     const rma_dtl_t *sd, MPI_Aint sc, rma_xfer_job_t **job)
+static int xfer_hand(rma_win_t *win, int kind, char *dst, const rma_dtl_t *dd, MPI_Aint dc,
+                     const char *src, const rma_dtl_t *sd, MPI_Aint sc, rma_xfer_job_t **job)
 {
     rma_xfer_job_t *x = malloc(sizeof(*x));
     uintptr_t lo, hi;
@@ -500,10 +503,10 @@ static int xfer_hand(rma_win_t *win, char *dst, const rma_dtl_t *dd, MPI_Aint dc
     if (win->mt)
         pthread_mutex_lock(&win->mtx);
     first = atomic_fetch_add_explicit(&win->handed, 1, memory_order_acq_rel) == 0;
-    bytes_of(dst, dd, dc, &lo, &hi);
-    handed_widen(win, 0, lo, hi, first);
+    bytes_of(dst, dd, dc, &lo, &hi); /* a put writes window memory, a get the origin's */
+    handed_widen(win, kind == RMA_PUT, 0, lo, hi, first);
     bytes_of(src, sd, sc, &lo, &hi);
-    handed_widen(win, 1, lo, hi, first);
+    handed_widen(win, kind != RMA_PUT, 1, lo, hi, first);
     if (win->mt)
         pthread_mutex_unlock(&win->mtx);
     if (rma_agent_submit(&x->job) != 0) {
@@ -526,19 +529,19 @@ static int xfer_meets_handed(rma_win_t *win, int kind, const char *origin, const
     uintptr_t lo, hi;
 
     bytes_of(origin, od, ocount, &lo, &hi);
-    if (handed_meets(win, lo, hi, kind == RMA_GET))
+    if (handed_meets(win, 0, lo, hi, kind == RMA_GET))
         return 1;
-    if (sp->local != NULL) {
+    if (sp->local != NULL) { /* the span whole (the maps below would find the same) */
         bytes_of(sp->local, td, tcount, &lo, &hi);
-        return handed_meets(win, lo, hi, kind == RMA_PUT);
+        return handed_meets(win, 1, lo, hi, kind == RMA_PUT);
     }
     bytes_of((const char *)sp->taddr, td, tcount, &lo, &hi); /* target addresses */
     for (int i = 0; i < sp->nmaps; i++) {
         const rma_dyn_hit_t *m = &sp->maps[i];
         uintptr_t a = lo > m->lo ? lo : m->lo, b = hi < m->hi ? hi : m->hi;
         if (m->local != NULL && a < b &&
-            handed_meets(win, (uintptr_t)m->local + (a - m->lo), (uintptr_t)m->local + (b - m->lo),
-                         kind == RMA_PUT))
+            handed_meets(win, 1, (uintptr_t)m->local + (a - m->lo),
+                         (uintptr_t)m->local + (b - m->lo), kind == RMA_PUT))
             return 1;
     }
     return 0;
@@ -602,8 +605,9 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
         if (job != NULL && !win->targets[trank].local && rma_env.agent_copy > 0 &&
             (size_t)tbytes >= rma_env.agent_copy && rma_env.agent != RMA_AGENT_OFF &&
             rma_agent_has_core() &&
-            (kind == RMA_PUT ? xfer_hand(win, span.local, td, tcount, origin, od, ocount, job)
-                             : xfer_hand(win, origin, od, ocount, span.local, td, tcount, job))) {
+            (kind == RMA_PUT
+                 ? xfer_hand(win, kind, span.local, td, tcount, origin, od, ocount, job)
+                 : xfer_hand(win, kind, origin, od, ocount, span.local, td, tcount, job))) {
             /* handed over */
         } else if (kind == RMA_PUT)
             rma_dtl_copy(span.local, td, tcount, origin, od, ocount);
