@@ -5,11 +5,9 @@
 
 #include "netmod/netmod.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "sync/wait.h"
 
@@ -135,29 +133,4 @@ void rma_nm_release_held_slow(const void *keep)
         (void)t->ops->release(t); /* a failure stays with the target: its flush reports it */
     }
     pthread_mutex_unlock(&hold_mtx);
-}
-
-int rma_nm_fds_short(void)
-{
-    struct rlimit rl;
-    struct dirent *e;
-    DIR *d;
-    rlim_t used = 0;
-
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-        (d = opendir("/proc/self/fd")) == NULL)
-        return 0;
-    while ((e = readdir(d)) != NULL)
-        used += e->d_name[0] != '.';
-    closedir(d);
-    if (used + 32 < rl.rlim_cur)
-        return 0;
-    /* the soft limit may rise to the hard one (segment.c raises it too, on EMFILE) */
-    if (rl.rlim_cur < rl.rlim_max) {
-        rlim_t want = 2 * rl.rlim_cur > used + 64 ? 2 * rl.rlim_cur : used + 64;
-        rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max; /* RLIM_INFINITY is the most */
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) != 0)
-            return 0;
-    }
-    return used + 32 >= rl.rlim_cur;
 }

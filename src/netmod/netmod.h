@@ -682,10 +682,4 @@ static inline void rma_net_poke(void)
         rma_net->progress();
 }
 
-/* 1 when this process has 32 descriptors or fewer left under its limit, after raising the
- * soft limit towards the hard one: too few to start UCX (its workers, sockets and shared
- * memory took 24 here), which 1.13 does not survive running out of in ucp_worker_create (a
- * fatal error, an assertion in tcp_iface.c). */
-int rma_nm_fds_short(void);
-
 #endif

@@ -358,11 +358,13 @@ typedef struct move_wait {
     void *blob;
 } move_wait_t;
 
-/* Owner: leaves addr for this process's agent, which moves the memory holding it. */
+/* Owner: leaves addr (unless 0: only wakes it) for this process's agent, which moves the
+ * memory holding it. */
 static void ask_agent(rma_win_t *win, uint64_t addr)
 {
-    atomic_store_explicit(&rma_ctl_rank(win->ctl, win->rank)->move_addr, addr,
-                          memory_order_release);
+    if (addr != 0)
+        atomic_store_explicit(&rma_ctl_rank(win->ctl, win->rank)->move_addr, addr,
+                              memory_order_release);
     rma_agent_retry();
     rma_agent_wake();
 }
@@ -387,15 +389,12 @@ void rma_expose_offer_net(rma_win_t *win, void *addr, size_t len)
      * the ask's slot is left to origins: with one slot, of regions attached one right after
      * another only the last was moved, since the agent takes the mutex only once the attach
      * is over */
-    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        int n = atomic_load_explicit(&win->eager_n, memory_order_relaxed);
-        if (rma_grow(&win->eager_q, &win->eager_cap, n, sizeof(*win->eager_q), 4) == 0) {
-            win->eager_q[n] = (uint64_t)(uintptr_t)addr;
-            atomic_store_explicit(&win->eager_n, n + 1, memory_order_relaxed);
-            rma_agent_retry();
-            rma_agent_wake();
-            return;
-        }
+    int n = atomic_load_explicit(&win->eager_n, memory_order_relaxed);
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC &&
+        rma_grow(&win->eager_q, &win->eager_cap, n, sizeof(*win->eager_q), 4) == 0) {
+        win->eager_q[n] = (uint64_t)(uintptr_t)addr;
+        atomic_store_explicit(&win->eager_n, n + 1, memory_order_relaxed);
+        addr = NULL; /* queued: the agent is only woken */
     }
     ask_agent(win, (uint64_t)(uintptr_t)addr);
 }

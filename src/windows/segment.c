@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "windows/segment.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -53,23 +54,47 @@ uint64_t rma_seg_new_id(void)
     return next_seg_id++;
 }
 
-/* After a call failed with EMFILE: raises this process's soft limit of descriptors,
- * doubling it up to the hard limit, errno unchanged. 1 when raised (try again). librma holds
- * a descriptor for each shared segment (each window's control words, each MPI_Alloc_mem
- * block, moved memory) so that peers can open it: a program of a few hundred windows passes
- * the 1024 that Linux gives an ordinary user, whose hard limit is far higher. */
-static int fd_room(void)
+/* Raises this process's soft limit of descriptors, doubling it up to the hard limit. 1 when
+ * raised. librma holds a descriptor for each shared segment (each window's control words,
+ * each MPI_Alloc_mem block, moved memory) so that peers can open it: a program of a few
+ * hundred windows passes the 1024 that Linux gives an ordinary user, whose hard limit is
+ * far higher. */
+static int fd_raise(void)
 {
-    int saved = errno, raised = 0;
     struct rlimit rl;
 
-    if (saved == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur =
-            rl.rlim_cur > 0 && rl.rlim_cur < rl.rlim_max / 2 ? 2 * rl.rlim_cur : rl.rlim_max;
-        raised = setrlimit(RLIMIT_NOFILE, &rl) == 0;
-    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return 0;
+    rl.rlim_cur = rl.rlim_cur > 0 && rl.rlim_cur < rl.rlim_max / 2 ? 2 * rl.rlim_cur : rl.rlim_max;
+    return setrlimit(RLIMIT_NOFILE, &rl) == 0;
+}
+
+/* After a call failed with EMFILE: fd_raise, errno unchanged. 1 when raised (try again). */
+static int fd_room(void)
+{
+    int saved = errno, raised = saved == EMFILE && fd_raise();
+
     errno = saved;
     return raised;
+}
+
+int rma_seg_fds_short(void)
+{
+    struct rlimit rl;
+    struct dirent *e;
+    DIR *d;
+    rlim_t used = 0;
+
+    if ((d = opendir("/proc/self/fd")) == NULL)
+        return 0;
+    while ((e = readdir(d)) != NULL)
+        used += e->d_name[0] != '.';
+    closedir(d);
+    while (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+           used + 32 >= rl.rlim_cur)
+        if (!fd_raise())
+            return 1;
+    return 0;
 }
 
 int rma_seg_create(size_t len, void *fixed, void **addr_p, int *fd_p)

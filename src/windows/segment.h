@@ -43,6 +43,12 @@ void *rma_seg_place(size_t len, size_t align, size_t skew);
  * /proc/<pid>/fd (RMA_PIDFD=0, or pidfd_getfd missing or refused). -1 (errno set). */
 int rma_seg_getfd(int pid, int fd);
 
+/* 1 when this process has 32 descriptors or fewer left under its limit, after raising the
+ * soft limit towards the hard one: too few to start UCX (its workers, sockets and shared
+ * memory took 24 here), which 1.13 does not survive running out of in ucp_worker_create (a
+ * fatal error, an assertion in tcp_iface.c). */
+int rma_seg_fds_short(void);
+
 /* A pidfd of process pid, opened on first use and kept until rma_seg_finalize (the
  * caller never closes it): readable once the process has ended. -1 (errno set). */
 int rma_seg_pidfd(int pid);

@@ -164,7 +164,7 @@ static void win_net_begin(rma_win_t *win, rank_info_t *me, const char *func)
     if (rma_net == NULL)
         why = "this librma was built without UCX (install libucx-dev and rebuild)";
     if (why != NULL || rma_net->start(&why) != 0) {
-        int fds = rma_net != NULL && rma_nm_fds_short(); /* UCX's own reason is vague */
+        int fds = rma_net != NULL && rma_seg_fds_short(); /* UCX's own reason is vague */
         me->net_err = rma_err(NULL, func, fds ? MPI_ERR_NO_MEM : MPI_ERR_OTHER,
                               "the window has ranks on other nodes, which librma reaches "
                               "through UCX, but %s%s",

@@ -30,6 +30,7 @@
 #include "mpid/rma/agent.h"
 #include "mpid/rma/env.h"
 #include "sync/wait.h"
+#include "windows/segment.h"
 
 typedef struct peer {
     ucp_ep_h ep;
@@ -632,7 +633,7 @@ static int ucx_start(const char **why)
     }
     *why = "too few file descriptors are left to start it (UCX 1.13 aborts the process when "
            "it runs out of them in ucp_worker_create)";
-    if (rma_nm_fds_short())
+    if (rma_seg_fds_short())
         goto out;
     *why = "ucp_config_read failed";
     if (ucp_config_read("RMA", NULL, &cfg) != UCS_OK) /* RMA_UCX_* override UCX_* */
