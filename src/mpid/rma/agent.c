@@ -83,13 +83,19 @@ void rma_agent_wake(void)
 
 /* Jobs leave the queue under jobs.lock only, taken by the agent (to run the oldest) or by
  * the thread that needs one done (to run it itself): whoever unlinks a job runs it, and a
- * job the agent took is waited for. One cache line: a submission moves it once. */
+ * job the agent took is waited for. The count the idle agent polls is on a line of its
+ * own, raised once the job is linked and the lock let go: polled on the list's line, that
+ * line went back to the agent between each of a submission's five writes (an MPI_Rput of
+ * 64 KiB spent ~0.5 us there). It may read -1 a moment, when another thread takes the job
+ * first (job_unlink); that is not "no job", and a look under the lock finds none. */
 static struct {
     pthread_mutex_t lock;
     rma_agent_job_t *head, **tail;
+} jobs __attribute__((aligned(64))) = {PTHREAD_MUTEX_INITIALIZER, NULL, &jobs.head};
+static struct {
     _Atomic int queued;
     _Atomic unsigned submitted; /* ever: a stream of them keeps the agent watching */
-} jobs __attribute__((aligned(64))) = {PTHREAD_MUTEX_INITIALIZER, NULL, &jobs.head, 0, 0};
+} jobs_count __attribute__((aligned(64)));
 /* 1 while the agent loops without sleeping (it looks at the queue every turn); a thread
  * that queues a job wakes it otherwise. Cleared before the agent's last look at the queue
  * before a sleep, so that either it sees the job or the submitter sees it cleared. */
@@ -104,7 +110,7 @@ static void job_unlink(rma_agent_job_t *job)
     *pp = job->next;
     if (jobs.tail == &job->next)
         jobs.tail = pp;
-    atomic_fetch_sub_explicit(&jobs.queued, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&jobs_count.queued, 1, memory_order_relaxed);
     atomic_store_explicit(&job->state, RMA_JOB_RUNNING, memory_order_relaxed);
 }
 
@@ -120,7 +126,7 @@ static rma_agent_job_t *job_take(const void *owner)
 {
     rma_agent_job_t *job = NULL;
 
-    if (atomic_load_explicit(&jobs.queued, memory_order_acquire) == 0)
+    if (atomic_load_explicit(&jobs_count.queued, memory_order_acquire) == 0)
         return NULL;
     pthread_mutex_lock(&jobs.lock);
     for (rma_agent_job_t *j = jobs.head; j != NULL && job == NULL; j = j->next)
@@ -149,7 +155,7 @@ static int run_jobs(const void *owner)
 static int jobs_before_sleep(void)
 {
     atomic_store_explicit(&agent_awake, 0, memory_order_seq_cst);
-    return atomic_load_explicit(&jobs.queued, memory_order_seq_cst) > 0;
+    return atomic_load_explicit(&jobs_count.queued, memory_order_seq_cst) > 0;
 }
 
 int rma_agent_submit(rma_agent_job_t *job)
@@ -163,9 +169,9 @@ int rma_agent_submit(rma_agent_job_t *job)
     pthread_mutex_lock(&jobs.lock);
     *jobs.tail = job;
     jobs.tail = &job->next;
-    atomic_fetch_add_explicit(&jobs.queued, 1, memory_order_seq_cst);
-    atomic_fetch_add_explicit(&jobs.submitted, 1, memory_order_relaxed);
     pthread_mutex_unlock(&jobs.lock);
+    atomic_fetch_add_explicit(&jobs_count.submitted, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&jobs_count.queued, 1, memory_order_seq_cst);
     if (!atomic_load_explicit(&agent_awake, memory_order_seq_cst) &&
         write(agent_wfd, &one, sizeof(one)) < 0) {
         /* the doorbell is full: the agent is being woken anyway */
@@ -256,14 +262,14 @@ void rma_agent_serve_moves(void)
  * seen, *last: when the last was seen), first waits a moment for one. 1 when it ran one. */
 static int jobs_watch(unsigned *subs, uint64_t *last, uint64_t spin)
 {
-    unsigned s = atomic_load_explicit(&jobs.submitted, memory_order_relaxed);
+    unsigned s = atomic_load_explicit(&jobs_count.submitted, memory_order_relaxed);
 
     if (s != *subs) {
         *subs = s;
         *last = rma_now_ns();
     } else if (*last != 0 && rma_now_ns() - *last < spin) {
         uint64_t until = rma_now_ns() + AGENT_JOB_WATCH_NS;
-        for (int k = 1; atomic_load_explicit(&jobs.queued, memory_order_acquire) == 0; k++) {
+        for (int k = 1; atomic_load_explicit(&jobs_count.queued, memory_order_acquire) == 0; k++) {
             rma_cpu_relax();
             if (k % 64 == 0 && rma_now_ns() > until)
                 break;
@@ -500,7 +506,7 @@ static void agent_forget(void)
         atomic_store(&j->state, RMA_JOB_DONE);
     jobs.head = NULL;
     jobs.tail = &jobs.head;
-    atomic_store(&jobs.queued, 0);
+    atomic_store(&jobs_count.queued, 0);
     atomic_store(&agent_bound, 0);
 }
 
