@@ -42,8 +42,10 @@ typedef struct req_flush {
     unsigned seen; /* the target's count of operations issued (netmod.h) at the start */
     const rma_netmod_ops_t *ops; /* the target's transport, and its flush in progress */
     void *flush;
-    rma_xfer_job_t *job; /* or the copy the agent makes (rma_xfer_req): &xjob */
-    int done, err;
+    rma_xfer_job_t *job;  /* or the copy the agent makes (rma_xfer_req): &xjob */
+    _Atomic int stepping; /* a thread drives it (req_step): one at a time */
+    _Atomic int done;     /* it is over; set by the one thread that completes it */
+    int err;
     int freed;                     /* req_free came before completion: an orphan */
     struct req_list *on;           /* `flight` or `orphans` (none while an orphan is driven) */
     struct req_flush *prev, *next; /* on it; next also links the spares (req_pool) */
@@ -146,17 +148,28 @@ static void list_unlink(req_flush_t *st)
     st->prev = st->next = NULL;
 }
 
-/* Drives st's flush once; completes the request when it is over. 0 while it is not. */
-static int req_step(req_flush_t *st)
+/* Drives st's flush (or waits for its copy) once. 0 while it is not over, or while another
+ * thread drives it; 1 once over. *complete is set for the one caller that found it over:
+ * that caller then completes the request (req_complete), outside any lock of librma's,
+ * since MPICH's MPI_Grequest_complete takes MPICH's own lock, which MPICH holds while it
+ * calls req_free (which takes flight_mtx). Stepping is one thread at a time: a flush's
+ * test is not made for two threads at once. */
+static int req_step(req_flush_t *st, int *complete)
 {
     rma_win_t *win;
-    int rc = 0;
+    int rc = 0, over = 1;
 
-    if (st->done)
+    *complete = 0;
+    if (atomic_load_explicit(&st->done, memory_order_acquire))
         return 1;
+    if (atomic_exchange_explicit(&st->stepping, 1, memory_order_acquire))
+        return 0;
+    if (atomic_load_explicit(&st->done, memory_order_acquire)) {
+        atomic_store_explicit(&st->stepping, 0, memory_order_release);
+        return 1;
+    }
     if (st->job != NULL) {
-        if (!rma_agent_job_test(&st->job->job))
-            return 0;
+        over = rma_agent_job_test(&st->job->job);
     } else {
         /* the window, looked up and used under win_use: one freed meanwhile on another
          * thread (rma_request_quiesce) is out of the table before it goes */
@@ -168,18 +181,32 @@ static int req_step(req_flush_t *st)
                 st->ops->flush_release(st->flush);
                 st->flush = NULL;
             } else if ((rc = nm->ops->flush_test(nm, &st->flush)) > 0) {
-                pthread_rwlock_unlock(&win_use);
-                return 0;
+                over = 0;
             }
-            st->err = rc;
         } else {
             st->ops->flush_release(st->flush); /* the window's free flushed its target */
         }
         pthread_rwlock_unlock(&win_use);
+        if (over)
+            st->err = rc;
     }
-    st->done = 1;
-    PMPI_Grequest_complete(st->req);
-    return 1;
+    if (over) {
+        atomic_store_explicit(&st->done, 1, memory_order_release);
+        *complete = 1;
+    }
+    atomic_store_explicit(&st->stepping, 0, memory_order_release);
+    return over;
+}
+
+/* req_step, completing the request where this call found it over. */
+static int req_step_complete(req_flush_t *st)
+{
+    MPI_Request r = st->req; /* read before it is over: then st may go */
+    int complete, over = req_step(st, &complete);
+
+    if (complete)
+        PMPI_Grequest_complete(r);
+    return over;
 }
 
 static int req_query(void *extra, MPI_Status *status)
@@ -217,7 +244,7 @@ static int req_free(void *extra)
         return MPI_SUCCESS;
     pthread_mutex_lock(&flight_mtx);
     list_unlink(st);
-    if ((orphan = !st->done)) {
+    if ((orphan = !atomic_load_explicit(&st->done, memory_order_acquire))) {
         st->freed = 1;
         list_push(&orphans, st, 0);
         atomic_fetch_add_explicit(&norphans, 1, memory_order_relaxed);
@@ -244,7 +271,7 @@ static void request_reap(int max)
         pthread_mutex_unlock(&flight_mtx);
         if (st == NULL)
             return;
-        if (req_step(st)) {
+        if (req_step_complete(st)) {
             if (st->err != 0) /* nobody waits for it to hear */
                 fprintf(stderr,
                         "librma: a request-based operation to rank %d (its request freed) did "
@@ -277,7 +304,7 @@ static int req_poll(void *extra, MPI_Status *status)
 {
     (void)status;
     if (extra != NULL)
-        req_step(extra);
+        req_step_complete(extra);
     return MPI_SUCCESS;
 }
 
@@ -288,7 +315,7 @@ static int req_wait(int count, void **states, double timeout, MPI_Status *status
     (void)status;
     for (int i = 0; i < count; i++) {
         rma_backoff_t bo = RMA_BACKOFF_INIT;
-        while (states[i] != NULL && !req_step(states[i]))
+        while (states[i] != NULL && !req_step_complete(states[i]))
             rma_backoff(&bo);
     }
     return MPI_SUCCESS;
@@ -330,7 +357,9 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
         st->ops = nm->ops;
         st->flush = NULL;
         st->job = handed ? job : NULL;
-        st->done = st->err = st->freed = 0;
+        atomic_store_explicit(&st->stepping, 0, memory_order_relaxed);
+        atomic_store_explicit(&st->done, 0, memory_order_relaxed);
+        st->err = st->freed = 0;
         st->on = NULL;
         st->prev = st->next = NULL;
         if (flush && (rc = nm->ops->flush_start(nm, &st->flush)) != 0) {
@@ -364,13 +393,21 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
     return MPI_SUCCESS;
 }
 
+/* The request is found and driven under flight_mtx (req_free waits for it there, so st
+ * stays), and completed after: MPI_Grequest_complete under flight_mtx deadlocked with
+ * another thread's MPI_Wait, which holds MPICH's lock while it calls req_free. Once over,
+ * the request (and st) may go at any time; its handle stays valid until it is completed. */
 void rma_request_poke(MPI_Request req)
 {
+    int complete = 0;
+
     pthread_mutex_lock(&flight_mtx);
     for (req_flush_t *st = flight.head; st != NULL; st = st->next)
         if (st->req == req) {
-            req_step(st);
+            req_step(st, &complete);
             break;
         }
     pthread_mutex_unlock(&flight_mtx);
+    if (complete)
+        PMPI_Grequest_complete(req);
 }
