@@ -99,7 +99,7 @@ static int request_acc(rma_win_t *win, int kind, const void *origin, MPI_Aint oc
         rc = rma_accumulate(win, kind, origin, ocount, otype, result, rcount, rtype, trank, tdisp,
                             tcount, ttype, op, func);
     if (rc == MPI_SUCCESS)
-        rc = rma_request_done(win, trank, req, NULL, 0, func);
+        rc = rma_request_done(win, trank, req, NULL, func);
     return rc;
 }
 

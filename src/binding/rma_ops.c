@@ -59,23 +59,19 @@ static int request_op(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, M
                       int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype,
                       MPI_Request *req, const char *func)
 {
-    int rc = rma_request_check(win, req, trank, func), handed = 0;
+    int rc = rma_request_check(win, req, trank, func);
     rma_xfer_job_t *job = NULL;
 
     if (rc != MPI_SUCCESS)
         return rc;
     /* same node: the inline path; off node, a large copy may be the agent's (rma.h) */
-    if ((unsigned)trank < (unsigned)win->nranks && !win->targets[trank].local) {
-        if ((job = rma_request_job_new()) == NULL)
-            return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the request");
-        rc = rma_xfer_req(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func, job,
-                          &handed);
-    } else
+    if ((unsigned)trank < (unsigned)win->nranks && !win->targets[trank].local)
+        rc =
+            rma_xfer_req(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func, &job);
+    else
         rc = rma_xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func);
     if (rc == MPI_SUCCESS) /* off-node transfers complete when MPI_Test/Wait see them done */
-        rc = rma_request_done(win, trank, req, job, handed, func);
-    else if (job != NULL)
-        rma_request_job_drop(job);
+        rc = rma_request_done(win, trank, req, job, func);
     return rc;
 }
 

@@ -335,7 +335,7 @@ int rma_request_check(rma_win_t *win, MPI_Request *req, int trank, const char *f
     return MPI_SUCCESS;
 }
 
-int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t *job, int handed,
+int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t *job,
                      const char *func)
 {
     req_flush_t *st = job != NULL ? block_of(job) : NULL;
@@ -343,9 +343,9 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
     int rc;
 
     /* the agent's copy completes it, or else a flush when the operation still needs one */
-    int flush = !handed && trank != MPI_PROC_NULL && rma_nm_local_due(&win->targets[trank].nm);
+    int flush = job == NULL && trank != MPI_PROC_NULL && rma_nm_local_due(&win->targets[trank].nm);
 
-    if (handed || flush) {
+    if (job != NULL || flush) {
         rma_nm_tgt_t *nm = &win->targets[trank].nm;
         if (st == NULL && (st = block_get()) == NULL)
             return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the request");
@@ -356,7 +356,7 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
         st->seen = atomic_load_explicit(&nm->issued, memory_order_acquire);
         st->ops = nm->ops;
         st->flush = NULL;
-        st->job = handed ? job : NULL;
+        st->job = job;
         atomic_store_explicit(&st->stepping, 0, memory_order_relaxed);
         atomic_store_explicit(&st->done, 0, memory_order_relaxed);
         st->err = st->freed = 0;
@@ -366,9 +366,6 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
             block_put(st);
             return rma_ctl_fail(win, func, trank, rc);
         }
-    } else if (st != NULL) {
-        block_put(st); /* complete here: no state to keep */
-        st = NULL;
     }
     request_reap(2); /* two for each new one: orphans cannot pile up */
     rc = MPIX_Grequest_start(req_query, req_free, req_cancel, req_poll, req_wait, st, &r);

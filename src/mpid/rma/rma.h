@@ -251,12 +251,12 @@ typedef struct rma_xfer_job {
     MPI_Aint dst_count, src_count;
 } rma_xfer_job_t;
 
-/* rma_xfer_slow for a request-based operation: job is the request's storage for a copy
- * (rma_request_job_new); *handed is 1 when the copy was handed to the agent in it (the
- * request completes when it is done), 0 when the operation is complete here. */
+/* rma_xfer_slow for a request-based operation: *job is the copy handed to the agent, in
+ * a request's storage (rma_request_job_new; rma_request_done takes it), or NULL when the
+ * operation is complete here. */
 int rma_xfer_req(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
                  int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func,
-                 rma_xfer_job_t *job, int *handed);
+                 rma_xfer_job_t **job);
 
 /* The copies handed to the agent so far, by who made them (RMAX_Agent_copies). */
 void rma_xfer_copies(long long *by_agent, long long *by_caller);
@@ -276,10 +276,9 @@ static inline void rma_xfer_drain(rma_win_t *win)
  * so that every error path leaves it so. MPI_SUCCESS or the error raised on the window. */
 int rma_request_check(rma_win_t *win, MPI_Request *req, int trank, const char *func);
 
-/* Storage for the agent's copy of a request-based operation to an off-node target
- * (rma_xfer_req), taken before the operation so that it cannot fail after: part of the
+/* Storage for the agent's copy of a request-based operation (rma_xfer_req): part of the
  * request rma_request_done makes, or given back with rma_request_job_drop. NULL when out
- * of memory. */
+ * of memory (the caller then copies). */
 rma_xfer_job_t *rma_request_job_new(void);
 void rma_request_job_drop(rma_xfer_job_t *job);
 
@@ -287,9 +286,9 @@ void rma_request_job_drop(rma_xfer_job_t *job);
  * request, so MPI_Wait/Test/Waitall/Request_free work on it. Complete at once when nothing
  * to trank is outstanding (same-node targets); else it starts a flush of trank that
  * MPI_Test and MPI_Wait drive, and completes when that is over. MPI_SUCCESS or the error
- * raised on the window. job: NULL, or rma_request_job_new's storage, which this takes; when
- * handed (rma_xfer_req), the request completes when the agent's copy is done instead. */
-int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t *job, int handed,
+ * raised on the window. With job (rma_xfer_req), it completes when the agent's copy is
+ * done instead. */
+int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t *job,
                      const char *func);
 
 /* Drives req once if it is one of these still in flight (MPICH polls a generalized request

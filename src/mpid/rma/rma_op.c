@@ -477,17 +477,20 @@ static void drain_all(void)
     rma_win_foreach(rma_xfer_drain);
 }
 
-/* Hands the copy of a request-based operation to the agent (see rma_xfer_job_t), in x
- * (the request's storage): 1 when it did, 0 when the caller copies. Nothing is counted as
- * issued to the target: every flush and unlock drains the window's copies first, whatever
- * the target's counts say (a count moved here could be taken by another thread's flush that
- * started before). */
+/* Hands the copy of a request-based operation to the agent (see rma_xfer_job_t), in the
+ * request's storage (rma_request_job_new): 1 when it did (*job), 0 when the caller copies.
+ * Nothing is counted as issued to the target: every flush and unlock drains the window's
+ * copies first, whatever the target's counts say (a count moved here could be taken by
+ * another thread's flush that started before). */
 static int xfer_hand(rma_win_t *win, int kind, char *dst, const rma_dtl_t *dd, MPI_Aint dc,
-                     const char *src, const rma_dtl_t *sd, MPI_Aint sc, rma_xfer_job_t *x)
+                     const char *src, const rma_dtl_t *sd, MPI_Aint sc, rma_xfer_job_t **job)
 {
+    rma_xfer_job_t *x = rma_request_job_new();
     uintptr_t lo, hi;
     int first;
 
+    if (x == NULL)
+        return 0;
     *x = (rma_xfer_job_t){.job = {.run = job_copy, .owner = win},
                           .win = win,
                           .dst = dst,
@@ -509,8 +512,10 @@ static int xfer_hand(rma_win_t *win, int kind, char *dst, const rma_dtl_t *dd, M
         pthread_mutex_unlock(&win->mtx);
     if (rma_agent_submit(&x->job) != 0) {
         atomic_fetch_sub_explicit(&win->handed, 1, memory_order_relaxed);
+        rma_request_job_drop(x);
         return 0;
     }
+    *job = x;
     return 1;
 }
 
@@ -543,11 +548,10 @@ static int xfer_meets_handed(rma_win_t *win, int kind, const char *origin, const
     return 0;
 }
 
-/* rma_xfer_slow, and rma_xfer_req when job is not NULL (*handed: the copy was handed to
- * the agent in *job) */
+/* rma_xfer_slow, and rma_xfer_req when job is not NULL */
 static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
                 int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func,
-                rma_xfer_job_t *job, int *handed)
+                rma_xfer_job_t **job)
 {
     const rma_dtl_t *od, *td;
     MPI_Aint obytes, tbytes;
@@ -605,7 +609,7 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
             (kind == RMA_PUT
                  ? xfer_hand(win, kind, span.local, td, tcount, origin, od, ocount, job)
                  : xfer_hand(win, kind, origin, od, ocount, span.local, td, tcount, job))) {
-            *handed = 1;
+            /* handed over */
         } else if (kind == RMA_PUT)
             rma_dtl_copy(span.local, td, tcount, origin, od, ocount);
         else
@@ -651,13 +655,13 @@ static int xfer(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Dat
 int rma_xfer_slow(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
                   int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func)
 {
-    return xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func, NULL, NULL);
+    return xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func, NULL);
 }
 
 int rma_xfer_req(rma_win_t *win, int kind, void *origin, MPI_Aint ocount, MPI_Datatype otype,
                  int trank, MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, const char *func,
-                 rma_xfer_job_t *job, int *handed)
+                 rma_xfer_job_t **job)
 {
-    *handed = 0;
-    return xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func, job, handed);
+    *job = NULL;
+    return xfer(win, kind, origin, ocount, otype, trank, tdisp, tcount, ttype, func, job);
 }
