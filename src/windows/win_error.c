@@ -174,9 +174,19 @@ static int err_code(int errclass, const char *text)
     if (err_slots == NULL)
         goto out;
     slot = &err_slots[errclass * RMA_ERR_RING + err_next[errclass] % RMA_ERR_RING];
-    if (slot->code == 0 && PMPI_Add_error_code(errclass, &slot->code) != MPI_SUCCESS) {
-        slot->code = 0;
-        goto out;
+    if (slot->code == 0) {
+        /* made outside code_lock: MPI_Add_error_code takes MPICH's lock, which MPICH holds
+         * while it runs an error handler, and a handler may call MPI_Error_string
+         * (rma_err_string takes code_lock): the two deadlocked (hp54). A slot another
+         * thread filled meanwhile keeps its code; ours is left unused. */
+        int made, rc;
+        pthread_mutex_unlock(&code_lock);
+        rc = PMPI_Add_error_code(errclass, &made);
+        pthread_mutex_lock(&code_lock);
+        if (rc != MPI_SUCCESS && slot->code == 0)
+            goto out;
+        if (slot->code == 0)
+            slot->code = made;
     }
     err_next[errclass]++;
     snprintf(slot->text, sizeof(slot->text), "%s", text);
