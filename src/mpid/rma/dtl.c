@@ -717,14 +717,20 @@ static int fill_pair(rma_dtl_t *d, MPI_Datatype t)
     return MPI_SUCCESS;
 }
 
-/* static entry for a predefined handle, filled under the lock on first use */
+/* The predefined handles' entries, filled on first use under a lock of their own: a
+ * target's agent serving an accumulate of a pair type inside a thread's MPI call fills one,
+ * and dtl_lock is held across MPICH's attribute calls (which take MPICH's lock): one lock
+ * for both closed a cycle with MPICH's lock and the request list's (hp54). */
+static pthread_mutex_t static_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* static entry for a predefined handle, filled under static_lock on first use */
 static int get_static(MPI_Datatype type, const rma_dtl_t **dtl_p)
 {
     unsigned h = (unsigned)type;
     rma_dtl_t *d = handle_is_builtin(h) ? &rma_dtl_builtin_table_[h & 0xff]
                                         : &dtl_pair_table[h - (unsigned)MPI_FLOAT_INT];
     int rc = MPI_SUCCESS;
-    pthread_mutex_lock(&dtl_lock);
+    pthread_mutex_lock(&static_lock);
     if (atomic_load_explicit(&d->handle_, memory_order_relaxed) != type) {
         if (handle_is_builtin(h) && atomic_load_explicit(&d->handle_, memory_order_relaxed)) {
             /* a second handle with the same index: never seen in MPICH, refuse it */
@@ -737,7 +743,7 @@ static int get_static(MPI_Datatype type, const rma_dtl_t **dtl_p)
         if (rc == MPI_SUCCESS)
             atomic_store_explicit(&d->handle_, type, memory_order_release);
     }
-    pthread_mutex_unlock(&dtl_lock);
+    pthread_mutex_unlock(&static_lock);
     if (rc == MPI_SUCCESS)
         *dtl_p = d;
     return rc;
@@ -845,7 +851,7 @@ int rma_dtl_get_slow(MPI_Datatype type, const rma_dtl_t **dtl_p)
 
 void rma_dtl_finalize(void)
 {
-    pthread_mutex_lock(&dtl_lock);
+    pthread_mutex_lock(&static_lock);
     for (int i = 0; i < 256; i++)
         atomic_store_explicit(&rma_dtl_builtin_table_[i].handle_, 0, memory_order_relaxed);
     for (int i = 0; i < 5; i++) {
@@ -854,7 +860,7 @@ void rma_dtl_finalize(void)
         dtl_pair_table[i].allocs_ = NULL;
         atomic_store_explicit(&dtl_pair_table[i].handle_, 0, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&dtl_lock);
+    pthread_mutex_unlock(&static_lock);
     if (dtl_keyval != MPI_KEYVAL_INVALID)
         PMPI_Type_free_keyval(&dtl_keyval);
     dtl_keyval = MPI_KEYVAL_INVALID;
