@@ -39,10 +39,34 @@ void rma_init_once(void)
     pthread_once(&init_once, init_body);
 }
 
+static void world_end(void);
+
+/* MPI_Finalize first frees MPI_COMM_SELF, running the delete callbacks of its attributes
+ * in the reverse order of their setting, "before any other parts of MPI are affected"
+ * (MPI-4.0 11.2.4): libraries free their windows there. librma's attribute, set at
+ * MPI_Init before the program can set one, is deleted last, and ends librma's part of the
+ * world then (before, librma's MPI_Finalize freed the windows and stopped the transport
+ * first, and a program's callback found its window gone: hp54). */
+static int self_keyval = MPI_KEYVAL_INVALID;
+
+static int self_delete(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)val;
+    (void)extra;
+    world_end();
+    return MPI_SUCCESS;
+}
+
 /* What follows the MPI library's MPI_Init or MPI_Init_thread that succeeded. */
 static void world_started(void)
 {
-    rma_quiet_open(MPI_SESSION_NULL); /* before the accumulate probe, which asks on it */
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &self_keyval, NULL) !=
+            MPI_SUCCESS ||
+        PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, NULL) != MPI_SUCCESS)
+        self_keyval = MPI_KEYVAL_INVALID; /* then MPI_Finalize ends it before MPI's own end */
+    rma_quiet_open(MPI_SESSION_NULL);     /* before the accumulate probe, which asks on it */
     rma_init_once();
     rma_locality_init();
     rma_barrier_init();
@@ -80,10 +104,16 @@ static void all_in_finalize(void)
 /* MPI_Finalize ends MPI_Init's world model alone (MPI-4.0 chapter 11): an MPI session still
  * open goes on, and with it librma's windows, transport and agent, as in a program of
  * sessions alone, where the process's exit ends them. This process takes its part in the
- * world's last steps all the same (rma_net->finalize). */
-int MPI_Finalize(void)
+ * world's last steps all the same (rma_net->finalize). Run once, from MPI_COMM_SELF's
+ * freeing inside MPI_Finalize (self_delete), or by MPI_Finalize itself before MPI's own
+ * end where that attribute could not be set. */
+static void world_end(void)
 {
+    static int ended;
     int live = rma_win_count(), keep = rma_wait_sessions(0) > 0;
+
+    if (ended++)
+        return;
 
     if (live > 0 && rma_env.verbose)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) %s\n", live,
@@ -106,7 +136,13 @@ int MPI_Finalize(void)
         rma_win_finalize();
     }
     rma_quiet_close(MPI_SESSION_NULL); /* made again from a session still open */
-    return rma_mpi.Finalize();
+}
+
+int MPI_Finalize(void)
+{
+    if (self_keyval == MPI_KEYVAL_INVALID)
+        world_end();
+    return rma_mpi.Finalize(); /* self_delete: world_end */
 }
 RMA_PMPI(Finalize);
 
