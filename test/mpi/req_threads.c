@@ -27,15 +27,6 @@ static int ITERS = 1000;
 static size_t BIG = 128 << 10; /* bytes per thread part: 2 * BIG (get, put) */
 static int rank, nprocs, partner;
 static MPI_Win win;
-static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
-
-#define TCHECK(cond, ...)                                                                          \
-    do {                                                                                           \
-        int tc_ok_ = (cond);                                                                       \
-        pthread_mutex_lock(&check_mu);                                                             \
-        CHECK(tc_ok_, __VA_ARGS__);                                                                \
-        pthread_mutex_unlock(&check_mu);                                                           \
-    } while (0)
 
 /* The value at long index i of rank r's get part of thread t. */
 static long pattern(int r, int t, size_t i)
@@ -61,7 +52,7 @@ static int complete(int t, MPI_Request *req, int it)
         while (!flag)
             MPI_Test(req, &flag, MPI_STATUS_IGNORE);
     }
-    TCHECK(*req == MPI_REQUEST_NULL, "thread %d: the request is not MPI_REQUEST_NULL", t);
+    CHECK(*req == MPI_REQUEST_NULL, "thread %d: the request is not MPI_REQUEST_NULL", t);
     return 1;
 }
 
@@ -84,8 +75,8 @@ static void *worker(void *arg)
         size_t i = 0;
         while (i < cnt && get[i] == pattern(partner, t, i))
             i++;
-        TCHECK(i == cnt, "thread %d round %d: get[%zu] = %lx, expected %lx", t, it, i,
-               i < cnt ? get[i] : 0, i < cnt ? pattern(partner, t, i) : 0);
+        CHECK(i == cnt, "thread %d round %d: get[%zu] = %lx, expected %lx", t, it, i,
+              i < cnt ? get[i] : 0, i < cnt ? pattern(partner, t, i) : 0);
         bad |= i < cnt;
         for (size_t i = 0; i < cnt; i++)
             put[i] = pattern(rank, t, i) + it;
@@ -96,8 +87,8 @@ static void *worker(void *arg)
         MPI_Win_flush(partner, win);
         for (i = 0; i < cnt && back[i] == pattern(rank, t, i) + it;)
             i++;
-        TCHECK(i == cnt, "thread %d round %d: put[%zu] read back %lx, expected %lx", t, it, i,
-               i < cnt ? back[i] : 0, i < cnt ? pattern(rank, t, i) + it : 0);
+        CHECK(i == cnt, "thread %d round %d: put[%zu] read back %lx, expected %lx", t, it, i,
+              i < cnt ? back[i] : 0, i < cnt ? pattern(rank, t, i) + it : 0);
         bad |= i < cnt;
     }
     free(get);
