@@ -46,7 +46,10 @@ static void world_end(void);
  * (MPI-4.0 11.2.4): libraries free their windows there. librma's attribute, set at
  * MPI_Init before the program can set one, is deleted last, and ends librma's part of the
  * world then (before, librma's MPI_Finalize freed the windows and stopped the transport
- * first, and a program's callback found its window gone: hp54). */
+ * first, and a program's callback found its window gone: hp54). MPICH 4.0.2 runs the
+ * callbacks once its own progress thread has stopped, and only when no MPI session is
+ * open; with one open, MPI_Finalize ends librma's part itself (keeping what the sessions
+ * use), and the callback, run at the last MPI_Session_finalize, finds it done. */
 static int self_keyval = MPI_KEYVAL_INVALID;
 
 static int self_delete(MPI_Comm comm, int keyval, void *val, void *extra)
@@ -140,7 +143,7 @@ static void world_end(void)
 
 int MPI_Finalize(void)
 {
-    if (self_keyval == MPI_KEYVAL_INVALID)
+    if (self_keyval == MPI_KEYVAL_INVALID || rma_wait_sessions(0) > 0)
         world_end();
     return rma_mpi.Finalize(); /* self_delete: world_end */
 }

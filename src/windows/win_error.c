@@ -173,18 +173,23 @@ static int err_code(int errclass, const char *text)
         err_slots = calloc((size_t)RMA_ERR_CLASSES * RMA_ERR_RING, sizeof(*err_slots));
     if (err_slots == NULL)
         goto out;
-    slot = &err_slots[errclass * RMA_ERR_RING + err_next[errclass] % RMA_ERR_RING];
-    if (slot->code == 0) {
-        /* made outside code_lock: MPI_Add_error_code takes MPICH's lock, which MPICH holds
-         * while it runs an error handler, and a handler may call MPI_Error_string
-         * (rma_err_string takes code_lock): the two deadlocked (hp54). A slot another
-         * thread filled meanwhile keeps its code; ours is left unused. */
+    /* a slot without a code gets one made outside code_lock: MPI_Add_error_code takes
+     * MPICH's lock, which MPICH holds while it runs an error handler, and a handler may call
+     * MPI_Error_string (rma_err_string takes code_lock): the two deadlocked (hp54). The slot
+     * is looked up again after: another thread may have taken it meanwhile (its code made
+     * there, or the ring moved on); a code made and not needed stays unused (at most one
+     * for each thread that met an empty slot, while a class's ring first fills). */
+    for (;;) {
         int made, rc;
+        slot = &err_slots[errclass * RMA_ERR_RING + err_next[errclass] % RMA_ERR_RING];
+        if (slot->code != 0)
+            break;
         pthread_mutex_unlock(&code_lock);
         rc = PMPI_Add_error_code(errclass, &made);
         pthread_mutex_lock(&code_lock);
-        if (rc != MPI_SUCCESS && slot->code == 0)
+        if (rc != MPI_SUCCESS)
             goto out;
+        slot = &err_slots[errclass * RMA_ERR_RING + err_next[errclass] % RMA_ERR_RING];
         if (slot->code == 0)
             slot->code = made;
     }

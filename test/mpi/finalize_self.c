@@ -36,7 +36,7 @@ static int delete_a(MPI_Comm comm, int keyval, void *val, void *extra)
     int peer = (rank + 1) % nprocs, v = -1, mine = 1000 + rank;
 
     (void)comm, (void)keyval, (void)val, (void)extra;
-    CHK(order++ == 0, "delete_a ran second");
+    CHK(order++ == 0, "delete_a did not run first");
     CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, win_a) == MPI_SUCCESS, "lock on win_a");
     MPI_Get(&v, 1, MPI_INT, peer, 0, 1, MPI_INT, win_a);
     CHK(MPI_Win_unlock(peer, win_a) == MPI_SUCCESS, "unlock of win_a");
@@ -54,7 +54,7 @@ static int delete_b(MPI_Comm comm, int keyval, void *val, void *extra)
     int from = (rank + nprocs - 1) % nprocs, v = -1;
 
     (void)comm, (void)keyval, (void)val, (void)extra;
-    CHK(order++ == 1, "delete_b ran first");
+    CHK(order++ == 1, "delete_b did not run second");
     MPI_Barrier(MPI_COMM_WORLD); /* every rank's put is done */
     CHK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win_b) == MPI_SUCCESS, "lock on win_b");
     MPI_Get(&v, 1, MPI_INT, rank, 0, 1, MPI_INT, win_b);

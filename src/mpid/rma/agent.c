@@ -87,15 +87,17 @@ void rma_agent_wake(void)
  * own, raised once the job is linked and the lock let go: polled on the list's line, that
  * line went back to the agent between each of a submission's five writes (an MPI_Rput of
  * 64 KiB spent ~0.5 us there). It may read -1 a moment, when another thread takes the job
- * first (job_unlink); that is not "no job", and a look under the lock finds none. */
-static struct {
+ * first (job_unlink); that is not "no job", and a look under the lock finds what is
+ * there. */
+static struct __attribute__((aligned(64))) { /* on the type: its size is padded too */
     pthread_mutex_t lock;
     rma_agent_job_t *head, **tail;
-} jobs __attribute__((aligned(64))) = {PTHREAD_MUTEX_INITIALIZER, NULL, &jobs.head};
-static struct {
+} jobs = {PTHREAD_MUTEX_INITIALIZER, NULL, &jobs.head};
+static struct __attribute__((aligned(64))) {
     _Atomic int queued;
     _Atomic unsigned submitted; /* ever: a stream of them keeps the agent watching */
-} jobs_count __attribute__((aligned(64)));
+} jobs_count;
+_Static_assert(sizeof(jobs) % 64 == 0 && sizeof(jobs_count) == 64, "lines of their own");
 /* 1 while the agent loops without sleeping (it looks at the queue every turn); a thread
  * that queues a job wakes it otherwise. Cleared before the agent's last look at the queue
  * before a sleep, so that either it sees the job or the submitter sees it cleared. */

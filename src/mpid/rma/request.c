@@ -47,8 +47,10 @@ typedef struct req_flush {
     _Atomic int done;     /* it is over; set by the one thread that completes it */
     int err;
     int freed;                     /* req_free came before completion: an orphan */
+    int pins;                      /* pokes driving it outside flight_mtx (under it) */
+    int gone;                      /* released while pinned: the last poke releases it */
     struct req_list *on;           /* `flight` or `orphans` (none while an orphan is driven) */
-    struct req_flush *prev, *next; /* on it; next also links the spares (req_pool) */
+    struct req_flush *prev, *next; /* on it; next also links the spares (pool) */
     /* the copy's storage, which the agent writes: on lines of their own, apart from the
      * fields above that the caller writes meanwhile */
     rma_xfer_job_t xjob __attribute__((aligned(64)));
@@ -150,7 +152,7 @@ static void list_unlink(req_flush_t *st)
 
 /* Drives st's flush (or waits for its copy) once. 0 while it is not over, or while another
  * thread drives it; 1 once over. *complete is set for the one caller that found it over:
- * that caller then completes the request (req_complete), outside any lock of librma's,
+ * that caller then completes the request (req_step_complete), outside any lock of librma's,
  * since MPICH's MPI_Grequest_complete takes MPICH's own lock, which MPICH holds while it
  * calls req_free (which takes flight_mtx). Stepping is one thread at a time: a flush's
  * test is not made for two threads at once. */
@@ -163,11 +165,7 @@ static int req_step(req_flush_t *st, int *complete)
     if (atomic_load_explicit(&st->done, memory_order_acquire))
         return 1;
     if (atomic_exchange_explicit(&st->stepping, 1, memory_order_acquire))
-        return 0;
-    if (atomic_load_explicit(&st->done, memory_order_acquire)) {
-        atomic_store_explicit(&st->stepping, 0, memory_order_release);
-        return 1;
-    }
+        return atomic_load_explicit(&st->done, memory_order_acquire); /* another drives it */
     if (st->job != NULL) {
         over = rma_agent_job_test(&st->job->job);
     } else {
@@ -190,12 +188,15 @@ static int req_step(req_flush_t *st, int *complete)
         if (over)
             st->err = rc;
     }
-    if (over) {
-        atomic_store_explicit(&st->done, 1, memory_order_release);
-        *complete = 1;
+    if (!over) {
+        atomic_store_explicit(&st->stepping, 0, memory_order_release);
+        return 0;
     }
-    atomic_store_explicit(&st->stepping, 0, memory_order_release);
-    return over;
+    /* stepping stays set: once done, st may be released at any time, and nobody steps it
+     * again (rma_request_done clears it for the block's next request) */
+    atomic_store_explicit(&st->done, 1, memory_order_release);
+    *complete = 1;
+    return 1;
 }
 
 /* req_step, completing the request where this call found it over. */
@@ -232,25 +233,38 @@ static void req_release(req_flush_t *st)
     block_put(st);
 }
 
+/* Under flight_mtx, where st is over and unwanted: 1 when the caller releases it now, 0
+ * when a poke still drives it (that poke releases it when it is done with it). */
+static int release_now(req_flush_t *st)
+{
+    if (st->pins > 0) {
+        st->gone = 1;
+        return 0;
+    }
+    return 1;
+}
+
 /* After completion, or at MPI_Request_free of a request still in flight, which then
  * becomes an orphan. */
 static int req_free(void *extra)
 {
     req_flush_t *st = extra;
-    int orphan;
+    int release = 0;
 
     if (st == NULL || st->freed) /* a library that calls it again after the orphan's
                                     completion: request_reap releases it */
         return MPI_SUCCESS;
     pthread_mutex_lock(&flight_mtx);
     list_unlink(st);
-    if ((orphan = !atomic_load_explicit(&st->done, memory_order_acquire))) {
+    if (!atomic_load_explicit(&st->done, memory_order_acquire)) {
         st->freed = 1;
         list_push(&orphans, st, 0);
         atomic_fetch_add_explicit(&norphans, 1, memory_order_relaxed);
+    } else {
+        release = release_now(st);
     }
     pthread_mutex_unlock(&flight_mtx);
-    if (!orphan)
+    if (release)
         req_release(st);
     return MPI_SUCCESS;
 }
@@ -272,12 +286,17 @@ static void request_reap(int max)
         if (st == NULL)
             return;
         if (req_step_complete(st)) {
+            int release;
             if (st->err != 0) /* nobody waits for it to hear */
                 fprintf(stderr,
                         "librma: a request-based operation to rank %d (its request freed) did "
                         "not complete: %s\n",
                         st->trank, strerror(-st->err));
-            req_release(st);
+            pthread_mutex_lock(&flight_mtx);
+            release = release_now(st);
+            pthread_mutex_unlock(&flight_mtx);
+            if (release)
+                req_release(st);
             continue;
         }
         pthread_mutex_lock(&flight_mtx);
@@ -359,7 +378,7 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
         st->job = job;
         atomic_store_explicit(&st->stepping, 0, memory_order_relaxed);
         atomic_store_explicit(&st->done, 0, memory_order_relaxed);
-        st->err = st->freed = 0;
+        st->err = st->freed = st->pins = st->gone = 0;
         st->on = NULL;
         st->prev = st->next = NULL;
         if (flush && (rc = nm->ops->flush_start(nm, &st->flush)) != 0) {
@@ -390,21 +409,32 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
     return MPI_SUCCESS;
 }
 
-/* The request is found and driven under flight_mtx (req_free waits for it there, so st
- * stays), and completed after: MPI_Grequest_complete under flight_mtx deadlocked with
- * another thread's MPI_Wait, which holds MPICH's lock while it calls req_free. Once over,
- * the request (and st) may go at any time; its handle stays valid until it is completed. */
+/* The request is found under flight_mtx and pinned there, then driven and completed
+ * outside it: driving it may serve peers (progress), which takes other locks and may call
+ * MPI (MPI_Reduce_local for an accumulate without a kernel of librma's), and
+ * MPI_Grequest_complete takes MPICH's lock; MPICH holds that lock while it calls req_free,
+ * which takes flight_mtx (MPI_Grequest_complete under flight_mtx deadlocked with another
+ * thread's MPI_Wait: hp53). A pinned request that req_free or request_reap would release
+ * is released here, by its last poke. */
 void rma_request_poke(MPI_Request req)
 {
-    int complete = 0;
+    req_flush_t *st;
+    int complete = 0, release = 0;
 
     pthread_mutex_lock(&flight_mtx);
-    for (req_flush_t *st = flight.head; st != NULL; st = st->next)
-        if (st->req == req) {
-            req_step(st, &complete);
-            break;
-        }
+    for (st = flight.head; st != NULL && st->req != req; st = st->next)
+        ;
+    if (st != NULL)
+        st->pins++;
+    pthread_mutex_unlock(&flight_mtx);
+    if (st == NULL)
+        return;
+    req_step(st, &complete);
+    pthread_mutex_lock(&flight_mtx);
+    release = --st->pins == 0 && st->gone;
     pthread_mutex_unlock(&flight_mtx);
     if (complete)
         PMPI_Grequest_complete(req);
+    if (release)
+        req_release(st);
 }
