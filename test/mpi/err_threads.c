@@ -68,22 +68,14 @@ static void *thread_b(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided;
     long *base;
     pthread_t a, b;
     MPI_Errhandler eh;
 
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rt_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (provided < MPI_THREAD_MULTIPLE) {
-        if (rt_rank == 0)
-            printf("err_threads: skipped (no MPI_THREAD_MULTIPLE)\n");
-        MPI_Finalize();
+    if (!rt_init_multiple(&argc, &argv, "err_threads"))
         return 0;
-    }
-    if (getenv("ERR_THREADS_ITERS"))
-        ITERS = atoi(getenv("ERR_THREADS_ITERS"));
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    ITERS = rt_env_int("ERR_THREADS_ITERS", ITERS);
     MPI_Comm_dup(MPI_COMM_WORLD, &ca);
     MPI_Comm_create_errhandler(comm_eh, &eh);
     MPI_Comm_set_errhandler(ca, eh);

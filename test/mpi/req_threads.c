@@ -99,22 +99,14 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided;
     long *base;
     pthread_t th[NT];
 
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    rt_rank = rank;
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (provided < MPI_THREAD_MULTIPLE) {
-        if (rank == 0)
-            printf("req_threads: skipped (no MPI_THREAD_MULTIPLE)\n");
-        MPI_Finalize();
+    if (!rt_init_multiple(&argc, &argv, "req_threads"))
         return 0;
-    }
-    if (getenv("REQ_THREADS_ITERS"))
-        ITERS = atoi(getenv("REQ_THREADS_ITERS"));
+    rank = rt_rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    ITERS = rt_env_int("REQ_THREADS_ITERS", ITERS);
     if (getenv("REQ_THREADS_BIG"))
         BIG = (size_t)atol(getenv("REQ_THREADS_BIG")) / sizeof(long) * sizeof(long);
     partner = (rank + (nprocs + 1) / 2) % nprocs;

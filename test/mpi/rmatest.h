@@ -47,6 +47,22 @@ static inline void rt_init(int *argc, char ***argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rt_rank);
 }
 
+/* rt_init asking for MPI_THREAD_MULTIPLE. 0 when the library does not provide it: then MPI
+ * is finalized, rank 0 has said that test `name` is skipped, and the test exits 0. */
+static inline int rt_init_multiple(int *argc, char ***argv, const char *name)
+{
+    int provided;
+
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rt_rank);
+    if (provided >= MPI_THREAD_MULTIPLE)
+        return 1;
+    if (rt_rank == 0)
+        printf("%s: MPI_THREAD_MULTIPLE not provided (%d), skipped\n", name, provided);
+    MPI_Finalize();
+    return 0;
+}
+
 /*
  * Topology. test/runtests runs every test in several topologies and tells it which one in
  * RMA_TEST_TOPOLOGY (node, netmod-tcp, netmod, twonode; "node" when unset). Locality is what

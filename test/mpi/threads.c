@@ -254,21 +254,14 @@ static void *handed_over(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided;
     long *mem;
     pthread_t th[NT];
     MPI_Aint winsize;
 
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rt_rank);
+    if (!rt_init_multiple(&argc, &argv, "threads"))
+        return 0;
     rank = rt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (provided < MPI_THREAD_MULTIPLE) {
-        if (rank == 0)
-            printf("threads: MPI_THREAD_MULTIPLE not provided (%d), skipped\n", provided);
-        MPI_Finalize();
-        return 0;
-    }
     ITERS = rt_env_int("THREADS_ITERS", ITERS);
     serialize = rt_env_int("THREADS_SERIALIZE", serialize);
     maxfop = nprocs * NT * ITERS;

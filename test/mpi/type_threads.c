@@ -36,21 +36,15 @@ static void *putter(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided, *mem, left;
+    int *mem, left;
     static int bl[NB], disp[NB];
     pthread_t th[NT];
 
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    rt_rank = rank;
+    if (!rt_init_multiple(&argc, &argv, "type_threads"))
+        return 0;
+    rank = rt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     left = (rank + np - 1) % np;
-    if (provided < MPI_THREAD_MULTIPLE) {
-        if (rank == 0)
-            printf("type_threads: MPI_THREAD_MULTIPLE not provided, skipped\n");
-        MPI_Finalize();
-        return 0;
-    }
     for (int i = 0, p = 0; i < NB; i++) {
         bl[i] = 1 + i % 2;
         disp[i] = p;
