@@ -113,10 +113,12 @@ static void all_in_finalize(void)
 static void world_end(void)
 {
     static int ended;
-    int live = rma_win_count(), keep = rma_wait_sessions(0) > 0;
+    int live, keep;
 
     if (ended++)
         return;
+    live = rma_win_count();
+    keep = rma_wait_sessions(0) > 0;
 
     if (live > 0 && rma_env.verbose)
         fprintf(stderr, "librma: MPI_Finalize with %d window(s) %s\n", live,

@@ -179,9 +179,11 @@ static int err_code(int errclass, const char *text)
      * is looked up again after: another thread may have taken it meanwhile (its code made
      * there, or the ring moved on); a code made and not needed stays unused (at most one
      * for each thread that met an empty slot, while a class's ring first fills). */
-    for (;;) {
-        int made, rc;
+    for (int made = 0;;) {
+        int rc;
         slot = &err_slots[errclass * RMA_ERR_RING + err_next[errclass] % RMA_ERR_RING];
+        if (slot->code == 0)
+            slot->code = made; /* 0 until a code is made */
         if (slot->code != 0)
             break;
         pthread_mutex_unlock(&code_lock);
@@ -189,9 +191,6 @@ static int err_code(int errclass, const char *text)
         pthread_mutex_lock(&code_lock);
         if (rc != MPI_SUCCESS)
             goto out;
-        slot = &err_slots[errclass * RMA_ERR_RING + err_next[errclass] % RMA_ERR_RING];
-        if (slot->code == 0)
-            slot->code = made;
     }
     err_next[errclass]++;
     snprintf(slot->text, sizeof(slot->text), "%s", text);

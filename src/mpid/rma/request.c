@@ -368,19 +368,15 @@ int rma_request_done(rma_win_t *win, int trank, MPI_Request *req, rma_xfer_job_t
         rma_nm_tgt_t *nm = &win->targets[trank].nm;
         if (st == NULL && (st = block_get()) == NULL)
             return rma_err(win, func, MPI_ERR_NO_MEM, "out of memory for the request");
-        st->req = MPI_REQUEST_NULL;
+        /* everything but the copy, which xfer_hand filled (a block is reused: nothing of the
+         * last request stays) */
+        memset(st, 0, offsetof(req_flush_t, xjob));
         st->win = win->handle;
         st->serial = win->serial;
         st->trank = trank;
         st->seen = atomic_load_explicit(&nm->issued, memory_order_acquire);
         st->ops = nm->ops;
-        st->flush = NULL;
         st->job = job;
-        atomic_store_explicit(&st->stepping, 0, memory_order_relaxed);
-        atomic_store_explicit(&st->done, 0, memory_order_relaxed);
-        st->err = st->freed = st->pins = st->gone = 0;
-        st->on = NULL;
-        st->prev = st->next = NULL;
         if (flush && (rc = nm->ops->flush_start(nm, &st->flush)) != 0) {
             block_put(st);
             return rma_ctl_fail(win, func, trank, rc);
